@@ -1,0 +1,194 @@
+// The host backend: parascan::host{threads}. Sequential per sequence, threads over sequences, and a
+// three-phase chunked scan (reduce chunks, scan the chunk totals, rescan) when a batch has fewer
+// sequences than threads and they are long. Needs no CUDA toolkit.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "error.hpp"
+#include "inputs.hpp"
+#include "layout.hpp"
+#include "operator_traits.hpp"
+#include "options.hpp"
+#include "policy.hpp"
+#include "validate.hpp"
+
+namespace parascan {
+
+/// Host execution: `threads` worker threads (0: one per hardware thread).
+struct host {
+  unsigned threads = 0;
+};
+
+/// Marks "use default_policy" in the explicit-policy slot of the entry points.
+struct use_default_policy {};
+
+namespace detail {
+
+inline unsigned host_threads(const host& exec) {
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return exec.threads == 0 ? hw : exec.threads;
+}
+
+/// Runs body(worker) on `workers` threads (the calling thread is worker 0) and joins them.
+template <class Body>
+void run_workers(unsigned workers, Body&& body) {
+  std::vector<std::thread> pool;
+  pool.reserve(workers > 0 ? workers - 1 : 0);
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back([&body, w] { body(w); });
+  body(0u);
+  for (auto& t : pool) t.join();
+}
+
+/// Calls body(s) for s in [0, n), `workers` threads taking grains of sequences from a shared counter,
+/// which balances packed batches of unequal lengths.
+template <class Body>
+void parallel_sequences(unsigned workers, index_t n, Body&& body) {
+  if (workers <= 1 || n <= 1) {
+    for (index_t s = 0; s < n; ++s) body(s);
+    return;
+  }
+  const index_t grain = std::max<index_t>(1, n / (index_t(workers) * 8));
+  std::atomic<index_t> next{0};
+  run_workers(std::min<index_t>(workers, n), [&](unsigned) {
+    for (index_t first; (first = next.fetch_add(grain)) < n;)
+      for (index_t s = first, last = std::min(n, first + grain); s < last; ++s) body(s);
+  });
+}
+
+/// Scan position p of a sequence of n steps -> its time index.
+inline index_t time_of(index_t p, index_t n, bool reverse) { return reverse ? n - 1 - p : p; }
+
+/// Combines steps [p0, p1) (scan order) of sequence s onto `carry`, without writing.
+template <class Op, class Pack>
+state_t<Op> fold(const Op& op, const Pack& in, index_t s, index_t n, index_t p0, index_t p1, bool reverse,
+                 state_t<Op> carry) {
+  for (index_t p = p0; p < p1; ++p) carry = op(carry, lift_at(op, in, s, time_of(p, n, reverse)));
+  return carry;
+}
+
+/// Scans steps [p0, p1) of sequence s from `carry`, writing each output; returns the carry after them.
+template <class Op, class Pack, class Out>
+state_t<Op> scan_steps(const Op& op, const Pack& in, const sequences<Out>& out, index_t s, index_t n, index_t p0,
+                       index_t p1, const options<output_t<Op>>& opts, state_t<Op> carry) {
+  for (index_t p = p0; p < p1; ++p) {
+    const index_t t = time_of(p, n, opts.reverse);
+    const state_t<Op> x = lift_at(op, in, s, t);  // read before the write: in-place aliasing is allowed
+    if (opts.exclusive) {
+      out.at(s, t) = static_cast<Out>(project(op, carry));
+      carry = op(carry, x);
+    } else {
+      carry = op(carry, x);
+      out.at(s, t) = static_cast<Out>(project(op, carry));
+    }
+  }
+  return carry;
+}
+
+/// Chunk boundaries of the three-phase scan: `parts` near-equal pieces of n steps.
+inline index_t chunk_begin(index_t k, index_t parts, index_t n) { return n / parts * k + std::min(k, n % parts); }
+
+/// Folds one long sequence with `workers` threads: returns the total from `carry`.
+template <class Op, class Pack>
+state_t<Op> fold_split(const Op& op, const Pack& in, index_t s, index_t n, bool reverse, state_t<Op> carry,
+                       unsigned workers) {
+  std::vector<state_t<Op>> totals(workers, op.identity());
+  run_workers(workers, [&](unsigned k) {
+    totals[k] = fold(op, in, s, n, chunk_begin(k, workers, n), chunk_begin(k + 1, workers, n), reverse,
+                     op.identity());
+  });
+  for (const auto& total : totals) carry = op(carry, total);
+  return carry;
+}
+
+}  // namespace detail
+
+/// Inclusive or exclusive prefix scan of every sequence of `inputs` (one view or parascan::inputs(...)),
+/// writing project(state) to `output` (same shape). See options.hpp for the options.
+template <class Policy = use_default_policy, class Op, class In, class Out>
+void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequences<Out>& output,
+                 const options<output_t<Op>>& opts = {}) {
+  static_assert(check_operator<Op>());
+  using policy = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
+                                    default_policy_t<Op, arch::host>, Policy>;
+  using S = state_t<Op>;
+  const auto& in = as_pack(inputs);
+  const index_t count = output.count();
+  detail::check_scan_arguments(in, output, detail::span_of(opts.final, count), "options.final");
+  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
+                  "an operator with seed(output) (its outputs are not its states)");
+
+  const unsigned workers = detail::host_threads(exec);
+  const auto finish = [&](index_t s, const S& carry) {
+    if (opts.final != nullptr) opts.final[s] = project(op, carry);
+  };
+  if (count >= index_t(workers) || workers == 1) {
+    detail::parallel_sequences(workers, count, [&](index_t s) {
+      const index_t n = output.length_of(s);
+      finish(s, detail::scan_steps(op, in, output, s, n, 0, n, opts, start_state(op, opts.initial, s)));
+    });
+    return;
+  }
+  // Fewer sequences than threads: split the long ones into one chunk per thread.
+  for (index_t s = 0; s < count; ++s) {
+    const index_t n = output.length_of(s);
+    const S start = start_state(op, opts.initial, s);
+    if (n < policy::split_length) {
+      finish(s, detail::scan_steps(op, in, output, s, n, 0, n, opts, start));
+      continue;
+    }
+    std::vector<S> carry(workers + 1, op.identity());
+    detail::run_workers(workers, [&](unsigned k) {  // phase 1: chunk totals (the last one is not needed)
+      if (k + 1 < workers)
+        carry[k + 1] = detail::fold(op, in, s, n, detail::chunk_begin(k, workers, n),
+                                    detail::chunk_begin(k + 1, workers, n), opts.reverse, op.identity());
+    });
+    carry[0] = start;  // phase 2: scan the totals
+    for (unsigned k = 1; k < workers; ++k) carry[k] = op(carry[k - 1], carry[k]);
+    detail::run_workers(workers, [&](unsigned k) {  // phase 3: rescan each chunk from its carry
+      carry[k] = detail::scan_steps(op, in, output, s, n, detail::chunk_begin(k, workers, n),
+                                    detail::chunk_begin(k + 1, workers, n), opts, carry[k]);
+    });
+    finish(s, carry[workers - 1]);
+  }
+}
+
+/// Total of every sequence: result[s] = project(initial + all steps of sequence s), in scan order
+/// (options.reverse combines from the last step). `result` holds one value per sequence.
+template <class Policy = use_default_policy, class Op, class In>
+void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>* result,
+                 const options<output_t<Op>>& opts = {}) {
+  static_assert(check_operator<Op>());
+  using policy = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
+                                    default_policy_t<Op, arch::host>, Policy>;
+  const auto& in = as_pack(inputs);
+  const auto& shape = in.head;
+  const index_t count = shape.count();
+  detail::check_reduce_arguments(in, detail::span_of(result, count), count);
+  detail::require(!opts.exclusive, "options.exclusive", "false: a reduction has no exclusive form");
+  detail::require(opts.final == nullptr, "options.final", "null: reduce_scan writes its totals to `result`");
+  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
+                  "an operator with seed(output) (its outputs are not its states)");
+
+  const unsigned workers = detail::host_threads(exec);
+  if (count >= index_t(workers) || workers == 1) {
+    detail::parallel_sequences(workers, count, [&](index_t s) {
+      const index_t n = shape.length_of(s);
+      result[s] = project(op, detail::fold(op, in, s, n, 0, n, opts.reverse, start_state(op, opts.initial, s)));
+    });
+    return;
+  }
+  for (index_t s = 0; s < count; ++s) {
+    const index_t n = shape.length_of(s);
+    const auto start = start_state(op, opts.initial, s);
+    result[s] = project(op, n < policy::split_length
+                                ? detail::fold(op, in, s, n, 0, n, opts.reverse, start)
+                                : detail::fold_split(op, in, s, n, opts.reverse, start, workers));
+  }
+}
+
+}  // namespace parascan

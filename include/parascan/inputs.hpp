@@ -1,0 +1,80 @@
+// Several input sequence batches read in step: element t of sequence s of each one goes to the
+// operator's lift(x0, x1, ...). A small tuple of views that works in device code.
+#pragma once
+
+#include <type_traits>
+
+#include "layout.hpp"
+#include "operator_traits.hpp"
+
+namespace parascan {
+
+template <class... T>
+struct input_pack;
+
+template <>
+struct input_pack<> {
+  static constexpr int size = 0;
+};
+
+template <class H, class... R>
+struct input_pack<H, R...> {
+  static constexpr int size = 1 + sizeof...(R);
+  sequences<const H> head;
+  input_pack<R...> tail;
+};
+
+namespace detail {
+template <class H, class... R>
+input_pack<H, R...> make_pack_impl(const sequences<const H>& h, const sequences<const R>&... r) {
+  if constexpr (sizeof...(R) == 0) {
+    return {h, {}};
+  } else {
+    return {h, make_pack_impl<R...>(r...)};
+  }
+}
+}  // namespace detail
+
+template <class... T>
+input_pack<T...> make_pack(const sequences<const T>&... views) {
+  return detail::make_pack_impl<T...>(views...);
+}
+
+/// Groups input views: `parascan::inputs(gates, tokens)`.
+template <class... T>
+input_pack<std::remove_const_t<T>...> inputs(const sequences<T>&... views) {
+  return make_pack<std::remove_const_t<T>...>(sequences<const std::remove_const_t<T>>(views)...);
+}
+
+/// A single view as a one-element pack; a pack as itself.
+template <class T>
+input_pack<std::remove_const_t<T>> as_pack(const sequences<T>& v) {
+  return {sequences<const std::remove_const_t<T>>(v), {}};
+}
+template <class... T>
+const input_pack<T...>& as_pack(const input_pack<T...>& p) {
+  return p;
+}
+
+/// Calls f(view) for each view of the pack, in order.
+template <class F>
+void for_each_view(const input_pack<>&, F&&) {}
+template <class H, class... R, class F>
+void for_each_view(const input_pack<H, R...>& p, F&& f) {
+  f(p.head);
+  for_each_view(p.tail, f);
+}
+
+/// The state lifted from element t of sequence s of every input.
+template <class Op, class... Read>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const input_pack<>&, index_t, index_t,
+                                                  const Read&... read) {
+  return lift(op, read...);
+}
+template <class Op, class H, class... R, class... Read>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const input_pack<H, R...>& p, index_t s, index_t t,
+                                                  const Read&... read) {
+  return lift_at(op, p.tail, s, t, read..., p.head.at(s, t));
+}
+
+}  // namespace parascan

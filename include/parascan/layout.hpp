@@ -1,0 +1,96 @@
+// Sequence batches: where the elements of N independent sequences live. Kernels and loops ask a view for
+// addresses; they never compute strides themselves.
+//
+// A view has two batch axes (extents n0 x n1, strides s0, s1) and a time axis (length T, stride ts), in
+// elements, 64-bit. Sequence number s = i0 * n1 + i1 (row-major over the batch axes). Element t of
+// sequence s lives at data + i0*s0 + i1*s1 + t*ts.
+//
+// Packed variable-length batches (`cu_seqlens`): axis 0 lists N sequences of a flat buffer through an
+// offsets array of N+1 non-decreasing entries, in time steps. Sequence i0 covers time steps
+// [offsets[i0], offsets[i0+1]) of the buffer; axis 1 (channels) works as above; s0 is unused.
+#pragma once
+
+#include <type_traits>
+
+#include "config.hpp"
+
+namespace parascan {
+
+template <class T>
+struct sequences {
+  using element_type = T;
+
+  T* data = nullptr;
+  index_t extent[2] = {1, 1};  // batch extents: n0 (sequences, or packed sequences), n1 (channels)
+  index_t stride[2] = {0, 0};  // batch strides, in elements
+  index_t length = 0;          // time steps per sequence (uniform layouts)
+  index_t time_stride = 1;     // in elements
+  const index_t* offsets = nullptr;  // packed layouts: n0 + 1 entries, else null
+
+  PARASCAN_HD index_t count() const { return extent[0] * extent[1]; }
+  PARASCAN_HD bool packed() const { return offsets != nullptr; }
+  PARASCAN_HD index_t length_of(index_t s) const {
+    if (offsets == nullptr) return length;
+    const index_t i0 = s / extent[1];
+    return offsets[i0 + 1] - offsets[i0];
+  }
+  /// Address of element 0 of sequence s.
+  PARASCAN_HD T* begin_of(index_t s) const {
+    const index_t i0 = s / extent[1], i1 = s - i0 * extent[1];
+    const index_t first = offsets == nullptr ? i0 * stride[0] : offsets[i0] * time_stride;
+    return data + first + i1 * stride[1];
+  }
+  PARASCAN_HD T& at(index_t s, index_t t) const { return begin_of(s)[t * time_stride]; }
+
+  /// The same sequences, read-only.
+  operator sequences<const T>() const {
+    return {data, {extent[0], extent[1]}, {stride[0], stride[1]}, length, time_stride, offsets};
+  }
+};
+
+/// One sequence of n elements, `stride` apart.
+template <class T>
+sequences<T> single(T* data, index_t n, index_t stride = 1) {
+  return {data, {1, 1}, {0, 0}, n, stride, nullptr};
+}
+
+/// A (B, D, T) batch, time contiguous: B*D sequences of T steps.
+template <class T>
+sequences<T> bdt(T* data, index_t B, index_t D, index_t T_) {
+  return {data, {B, D}, {D * T_, T_}, T_, 1, nullptr};
+}
+
+/// A (B, T, D) batch, channels contiguous: B*D sequences of T steps, D apart.
+template <class T>
+sequences<T> btd(T* data, index_t B, index_t T_, index_t D) {
+  return {data, {B, D}, {T_ * D, 1}, T_, D, nullptr};
+}
+
+/// Any strided view: extents (n0, n1), strides (s0, s1), T steps `time_stride` apart. A zero stride on an
+/// input broadcasts it (one gate for every step, say); outputs must not overlap themselves.
+template <class T>
+sequences<T> strided(T* data, index_t n0, index_t n1, index_t s0, index_t s1, index_t T_, index_t time_stride) {
+  return {data, {n0, n1}, {s0, s1}, T_, time_stride, nullptr};
+}
+
+/// Packed variable-length batch, time-major (total, D) buffer: N sequences of D channels;
+/// sequence i spans rows [offsets[i], offsets[i+1]). `offsets` has N + 1 entries.
+template <class T>
+sequences<T> packed_td(T* data, const index_t* offsets, index_t N, index_t D = 1) {
+  return {data, {N, D}, {0, 1}, 0, D, offsets};
+}
+
+/// Packed variable-length batch, channel-major (D, total) buffer: `total` = offsets[N] time steps per row.
+template <class T>
+sequences<T> packed_dt(T* data, const index_t* offsets, index_t N, index_t D, index_t total) {
+  return {data, {N, D}, {0, total}, 0, 1, offsets};
+}
+
+/// Any packed view: channel stride and time stride given.
+template <class T>
+sequences<T> packed(T* data, const index_t* offsets, index_t N, index_t D, index_t channel_stride,
+                    index_t time_stride) {
+  return {data, {N, D}, {0, channel_stride}, 0, time_stride, offsets};
+}
+
+}  // namespace parascan

@@ -1,0 +1,134 @@
+// The operator concept: what the engine needs from a user functor, with defaults for optional members.
+//
+//   struct my_op {
+//     using value_type = ...;                              // required: the scan state
+//     PARASCAN_HD value_type identity() const;             // required: the identity state
+//     PARASCAN_HD value_type operator()(value_type earlier, value_type later) const;  // required, associative
+//     PARASCAN_HD value_type lift(X0 x0, X1 x1, ...) const;  // optional: one element of each input -> state
+//     PARASCAN_HD Y project(value_type s) const;            // optional: what is written per step
+//     PARASCAN_HD value_type seed(Y y) const;               // optional: a state that acts like output y
+//   };
+//
+// Defaults: a single input element converts to the state; project and seed are the identity map.
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include "config.hpp"
+
+namespace parascan {
+namespace detail {
+
+template <class, class = void>
+struct has_value_type : std::false_type {};
+template <class Op>
+struct has_value_type<Op, std::void_t<typename Op::value_type>> : std::true_type {};
+
+template <class Op, class = void>
+struct has_identity : std::false_type {};
+template <class Op>
+struct has_identity<Op, std::void_t<decltype(std::declval<const Op&>().identity())>> : std::true_type {};
+
+template <class Op, class S, class = void>
+struct has_combine : std::false_type {};
+template <class Op, class S>
+struct has_combine<Op, S, std::void_t<decltype(std::declval<const Op&>()(std::declval<const S&>(),
+                                                                          std::declval<const S&>()))>>
+    : std::true_type {};
+
+template <class Void, class Op, class... X>
+struct has_lift_impl : std::false_type {};
+template <class Op, class... X>
+struct has_lift_impl<std::void_t<decltype(std::declval<const Op&>().lift(std::declval<X>()...))>, Op, X...>
+    : std::true_type {};
+template <class Op, class... X>
+using has_lift = has_lift_impl<void, Op, X...>;
+
+template <class Op, class S, class = void>
+struct has_project : std::false_type {};
+template <class Op, class S>
+struct has_project<Op, S, std::void_t<decltype(std::declval<const Op&>().project(std::declval<const S&>()))>>
+    : std::true_type {};
+
+template <class Op, class Y, class = void>
+struct has_seed : std::false_type {};
+template <class Op, class Y>
+struct has_seed<Op, Y, std::void_t<decltype(std::declval<const Op&>().seed(std::declval<const Y&>()))>>
+    : std::true_type {};
+
+}  // namespace detail
+
+/// Compile-time check of the required members, with one readable message per missing member.
+template <class Op>
+constexpr bool check_operator() {
+  static_assert(detail::has_value_type<Op>::value,
+                "parascan operator: missing `using value_type = ...;` (the scan state type)");
+  if constexpr (detail::has_value_type<Op>::value) {
+    using S = typename Op::value_type;
+    static_assert(detail::has_identity<Op>::value,
+                  "parascan operator: missing `value_type identity() const` (the identity state)");
+    static_assert(detail::has_combine<Op, S>::value,
+                  "parascan operator: missing `value_type operator()(value_type earlier, value_type later) const`");
+    static_assert(std::is_trivially_copyable<S>::value || !PARASCAN_DEVICE_COMPILER,
+                  "parascan operator: value_type must be trivially copyable to live in registers");
+  }
+  return true;
+}
+
+/// The scan state of an operator.
+template <class Op>
+using state_t = typename Op::value_type;
+
+/// Builds a state from one element of each input sequence.
+template <class Op, class... X>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> lift(const Op& op, const X&... x) {
+  if constexpr (detail::has_lift<Op, const X&...>::value) {
+    return op.lift(x...);
+  } else {
+    static_assert(sizeof...(X) == 1,
+                  "parascan operator: several inputs need `value_type lift(x0, x1, ...) const`");
+    return state_t<Op>(x...);
+  }
+}
+
+/// What is written for a state: `op.project(s)` when the operator has one, else the state.
+template <class Op>
+PARASCAN_HD PARASCAN_INLINE auto project(const Op& op, const state_t<Op>& s) {
+  if constexpr (detail::has_project<Op, state_t<Op>>::value) {
+    return op.project(s);
+  } else {
+    return s;
+  }
+}
+
+/// The type written per step (and taken as an initial state, given as a final state).
+template <class Op>
+using output_t = std::decay_t<decltype(project(std::declval<const Op&>(), std::declval<const state_t<Op>&>()))>;
+
+/// Whether an initial state can be given: the operator has seed(), or its output is its state.
+template <class Op>
+constexpr bool can_seed = detail::has_seed<Op, output_t<Op>>::value ||
+                          std::is_same<output_t<Op>, state_t<Op>>::value;
+
+/// A state that continues a scan whose last output was `y` (for initial states).
+template <class Op>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> seed(const Op& op, const output_t<Op>& y) {
+  static_assert(can_seed<Op>, "parascan operator: an initial state needs `value_type seed(output) const`");
+  if constexpr (detail::has_seed<Op, output_t<Op>>::value) {
+    return op.seed(y);
+  } else {
+    return y;
+  }
+}
+
+/// The state a sequence starts from: its seeded initial output when given, else the identity.
+template <class Op>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> start_state(const Op& op, const output_t<Op>* initial, index_t sequence) {
+  if constexpr (can_seed<Op>) {
+    if (initial != nullptr) return seed(op, initial[sequence]);
+  }
+  return op.identity();
+}
+
+}  // namespace parascan

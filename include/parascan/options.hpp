@@ -1,0 +1,26 @@
+// Scan options shared by every backend.
+#pragma once
+
+#include "config.hpp"
+
+namespace parascan {
+
+/// Options of a scan whose operator writes values of type Y (its output_t).
+///
+/// - exclusive: out[t] combines the steps before t (out[0] is the initial state, or the identity).
+/// - reverse: the scan runs from the last step to the first, in place of flipping the sequences: out[t]
+///   combines steps t..T-1 with step T-1 as the earliest (the operator sees time in scan order).
+/// - initial: one output-typed value per sequence (sequence order, see layout.hpp) that the scan continues
+///   from, as if it were the output of a step before the first; null for none.
+/// - final: where to write project(initial + every step) per sequence; null for none. Feeding it back as
+///   `initial` of the next chunk continues a sequence in pieces (streaming inference).
+/// Pointers are host memory for parascan::host and device memory for parascan::cuda.
+template <class Y>
+struct options {
+  bool exclusive = false;
+  bool reverse = false;
+  const Y* initial = nullptr;
+  Y* final = nullptr;
+};
+
+}  // namespace parascan

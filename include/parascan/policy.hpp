@@ -1,0 +1,75 @@
+// Compile-time tuning, chosen per operator and architecture through the default_policy trait.
+//
+// A policy is a type. The engine asks `default_policy<Op, Arch>::type` unless the caller passes one.
+// Specialise default_policy for your operator (or for a family through its state size) to retune it.
+#pragma once
+
+#include <type_traits>
+
+#include "config.hpp"
+#include "operator_traits.hpp"
+
+namespace parascan {
+
+/// Architecture tags.
+namespace arch {
+struct host {};
+struct sm90 {};  // Hopper (H100, H200): the CUDA engine's target
+}  // namespace arch
+
+/// Host backend tuning: chunk length of the three-phase scan, and the sequence length above which a
+/// batch of fewer sequences than threads is split across threads.
+template <index_t SplitLength = (index_t(1) << 16)>
+struct host_policy {
+  static constexpr index_t split_length = SplitLength;
+};
+
+/// CUDA engine tuning.
+/// - Threads: threads per block; Items: consecutive steps each thread combines in registers;
+/// - SequencesPerBlock: sequences sharing one block when they are short (warp-per-sequence when > 1);
+/// - ChunksPerSplit: tiles per block in the multi-block (few long sequences) strategy.
+template <int Threads, int Items, int SequencesPerBlock = 1>
+struct cuda_policy {
+  static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024, "cuda_policy: Threads must be a multiple of 32 in [32, 1024]");
+  static_assert(Items >= 1, "cuda_policy: Items must be >= 1");
+  static constexpr int threads = Threads;
+  static constexpr int items = Items;
+  static constexpr int tile = Threads * Items;
+  static constexpr int sequences_per_block = SequencesPerBlock;
+};
+
+/// How large an operator's state is, which drives the default tuning.
+enum class state_family { scalar, pair, wide, matrix };
+
+template <class Op>
+constexpr state_family family_of() {
+  constexpr auto bytes = sizeof(state_t<Op>);
+  if (bytes <= 4) return state_family::scalar;
+  if (bytes <= 8) return state_family::pair;
+  if (bytes <= 32) return state_family::wide;
+  return state_family::matrix;
+}
+
+template <class Op, class Arch, class = void>
+struct default_policy;
+
+template <class Op>
+struct default_policy<Op, arch::host> {
+  // Large states cost more per step, so they are worth splitting sooner.
+  using type = host_policy<(sizeof(state_t<Op>) > 32 ? (index_t(1) << 12) : (index_t(1) << 16))>;
+};
+
+template <class Op>
+struct default_policy<Op, arch::sm90> {
+  static constexpr state_family family = family_of<Op>();
+  using type = std::conditional_t<
+      family == state_family::scalar, cuda_policy<256, 16>,
+      std::conditional_t<family == state_family::pair, cuda_policy<256, 8>,
+                         std::conditional_t<family == state_family::wide, cuda_policy<128, 4>,
+                                            cuda_policy<128, 2>>>>;
+};
+
+template <class Op, class Arch>
+using default_policy_t = typename default_policy<Op, Arch>::type;
+
+}  // namespace parascan

@@ -1,0 +1,150 @@
+// Argument checks shared by the backends, run on the host before anything is launched or written.
+// Every failure throws parascan::error naming the argument and what was expected.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "error.hpp"
+#include "inputs.hpp"
+#include "layout.hpp"
+
+namespace parascan {
+namespace detail {
+
+/// [lo, hi) byte addresses touched by a view; empty when it has no element.
+struct byte_span {
+  std::uintptr_t lo = 0, hi = 0;
+  bool empty() const { return hi <= lo; }
+  bool overlaps(const byte_span& o) const { return !empty() && !o.empty() && lo < o.hi && o.lo < hi; }
+};
+
+template <class T>
+byte_span span_of(const T* p, index_t n) {
+  if (p == nullptr || n <= 0) return {};
+  auto lo = reinterpret_cast<std::uintptr_t>(p);
+  return {lo, lo + std::uintptr_t(n) * sizeof(T)};
+}
+
+/// Total time steps of a view (sum over axis 0 for packed views, else the uniform length).
+template <class T>
+index_t time_extent(const sequences<T>& v) {
+  return v.packed() ? v.offsets[v.extent[0]] - v.offsets[0] : v.length;
+}
+
+template <class T>
+byte_span span_of(const sequences<T>& v) {
+  if (v.count() == 0 || v.data == nullptr) return {};
+  index_t last = (v.extent[1] - 1) * v.stride[1];
+  if (v.packed()) {
+    if (v.offsets[v.extent[0]] <= v.offsets[0]) return {};
+    last += (v.offsets[v.extent[0]] - 1) * v.time_stride;
+    return {reinterpret_cast<std::uintptr_t>(v.data + v.offsets[0] * v.time_stride),
+            reinterpret_cast<std::uintptr_t>(v.data + last + 1)};
+  }
+  if (v.length == 0) return {};
+  last += (v.extent[0] - 1) * v.stride[0] + (v.length - 1) * v.time_stride;
+  return {reinterpret_cast<std::uintptr_t>(v.data), reinterpret_cast<std::uintptr_t>(v.data + last + 1)};
+}
+
+/// Checks a view on its own: extents, strides, pointer and (packed) offsets. `offsets` read on the host.
+template <class T>
+void check_view(const sequences<T>& v, const std::string& name) {
+  require(v.extent[0] >= 0 && v.extent[1] >= 0, name + ".extent", "non-negative batch extents");
+  require(v.stride[0] >= 0 && v.stride[1] >= 0 && v.time_stride >= 0, name + ".stride",
+          "non-negative strides (a zero stride broadcasts an input)");
+  if (v.packed()) {
+    const index_t n = v.extent[0];
+    require(v.offsets[0] >= 0, name + ".offsets[0]", "a non-negative first offset, got " + std::to_string(v.offsets[0]));
+    for (index_t i = 0; i < n; ++i)
+      require(v.offsets[i + 1] >= v.offsets[i], name + ".offsets[" + std::to_string(i + 1) + "]",
+              "non-decreasing offsets, got " + std::to_string(v.offsets[i + 1]) + " after " +
+                  std::to_string(v.offsets[i]));
+  } else {
+    require(v.length >= 0, name + ".length", "a non-negative length, got " + std::to_string(v.length));
+  }
+  const bool has_elements = v.count() > 0 && time_extent(v) > 0;
+  require(v.data != nullptr || !has_elements, name + ".data", "a non-null pointer for a non-empty view");
+}
+
+/// Outputs may not write one element twice. Sufficient test: sorted by stride, each axis steps over the
+/// whole span of the smaller ones.
+template <class T>
+void check_no_self_overlap(const sequences<T>& v, const std::string& name) {
+  std::pair<index_t, index_t> axes[3] = {{v.stride[1], v.extent[1]},
+                                        {v.time_stride, v.packed() ? time_extent(v) : v.length},
+                                        {v.stride[0], v.packed() ? 1 : v.extent[0]}};
+  if (v.count() == 0 || axes[1].second == 0) return;
+  std::sort(std::begin(axes), std::end(axes));
+  index_t covered = 0;  // largest offset reachable through the smaller axes
+  for (auto [stride, extent] : axes) {
+    if (extent <= 1) continue;
+    require(stride > covered, name + ".stride",
+            "strides that never place two elements at one address (an output cannot broadcast)");
+    covered += stride * (extent - 1);
+  }
+}
+
+/// Inputs must have the output's shape: the same batch extents and the same length of every sequence.
+template <class T, class U>
+void check_same_shape(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
+  require(in.extent[0] == out.extent[0] && in.extent[1] == out.extent[1], name + ".extent",
+          "the output's batch extents (" + std::to_string(out.extent[0]) + ", " + std::to_string(out.extent[1]) +
+              "), got (" + std::to_string(in.extent[0]) + ", " + std::to_string(in.extent[1]) + ")");
+  require(in.packed() == out.packed(), name + ".offsets", "packed exactly when the output is packed");
+  if (!out.packed()) {
+    require(in.length == out.length, name + ".length",
+            "the output's length " + std::to_string(out.length) + ", got " + std::to_string(in.length));
+    return;
+  }
+  if (in.offsets == out.offsets) return;
+  for (index_t i = 0; i <= out.extent[0]; ++i)
+    require(in.offsets[i] - in.offsets[0] == out.offsets[i] - out.offsets[0],
+            name + ".offsets[" + std::to_string(i) + "]", "the output's sequence lengths");
+}
+
+/// An output may alias an input only exactly (in place: same address, element size and strides).
+template <class T, class U>
+void check_alias(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
+  if (!span_of(in).overlaps(span_of(out))) return;
+  const bool exact = sizeof(T) == sizeof(U) && static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
+                     in.stride[0] == out.stride[0] && in.stride[1] == out.stride[1] &&
+                     in.time_stride == out.time_stride && in.offsets == out.offsets;
+  require(exact, "output", "no overlap with " + name + " other than exact in-place aliasing");
+}
+
+/// Every check of a prefix scan's arguments. `result_span` is an extra output (final states) or empty.
+template <class... In, class Out>
+void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out, byte_span extra_out,
+                          const std::string& extra_name) {
+  check_view(out, "output");
+  check_no_self_overlap(out, "output");
+  int k = 0;
+  for_each_view(in, [&](const auto& v) {
+    const std::string name = "inputs[" + std::to_string(k++) + "]";
+    check_view(v, name);
+    check_same_shape(v, out, name);
+    check_alias(v, out, name);
+    require(!span_of(v).overlaps(extra_out), extra_name, "no overlap with " + name);
+  });
+  require(!span_of(out).overlaps(extra_out), extra_name, "no overlap with the output");
+}
+
+/// Every check of a reduce scan's arguments: inputs of one shape, results apart from them.
+template <class... In>
+void check_reduce_arguments(const input_pack<In...>& in, byte_span result, index_t count) {
+  int k = 0;
+  for_each_view(in, [&](const auto& v) {
+    const std::string name = "inputs[" + std::to_string(k++) + "]";
+    check_view(v, name);
+    check_same_shape(v, in.head, name);
+    require(!span_of(v).overlaps(result), "result", "no overlap with " + name);
+  });
+  require(result.lo != 0 || count == 0, "result", "a non-null pointer for " + std::to_string(count) + " sequences");
+}
+
+}  // namespace detail
+}  // namespace parascan
