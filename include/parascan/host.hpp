@@ -67,7 +67,8 @@ inline index_t time_of(index_t p, index_t n, bool reverse) { return reverse ? n 
 template <class Op, class Pack>
 state_t<Op> fold(const Op& op, const Pack& in, index_t s, index_t n, index_t p0, index_t p1, bool reverse,
                  state_t<Op> carry) {
-  for (index_t p = p0; p < p1; ++p) carry = op(carry, lift_at(op, in, s, time_of(p, n, reverse)));
+  const auto seq = bind(in, s);
+  for (index_t p = p0; p < p1; ++p) carry = op(carry, lift_at(op, seq, time_of(p, n, reverse)));
   return carry;
 }
 
@@ -75,15 +76,17 @@ state_t<Op> fold(const Op& op, const Pack& in, index_t s, index_t n, index_t p0,
 template <class Op, class Pack, class Out>
 state_t<Op> scan_steps(const Op& op, const Pack& in, const sequences<Out>& out, index_t s, index_t n, index_t p0,
                        index_t p1, const options<output_t<Op>>& opts, state_t<Op> carry) {
+  const auto seq = bind(in, s);
+  const auto y = out.cursor_of(s);
   for (index_t p = p0; p < p1; ++p) {
     const index_t t = time_of(p, n, opts.reverse);
-    const state_t<Op> x = lift_at(op, in, s, t);  // read before the write: in-place aliasing is allowed
+    const state_t<Op> x = lift_at(op, seq, t);  // read before the write: in-place aliasing is allowed
     if (opts.exclusive) {
-      out.at(s, t) = static_cast<Out>(project(op, carry));
+      y[t] = static_cast<Out>(project(op, carry));
       carry = op(carry, x);
     } else {
       carry = op(carry, x);
-      out.at(s, t) = static_cast<Out>(project(op, carry));
+      y[t] = static_cast<Out>(project(op, carry));
     }
   }
   return carry;

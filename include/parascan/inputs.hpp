@@ -65,6 +65,34 @@ void for_each_view(const input_pack<H, R...>& p, F&& f) {
   for_each_view(p.tail, f);
 }
 
+/// Cursors on one sequence of every input of a pack (bind(pack, s)), read in step.
+template <class... T>
+struct cursor_pack;
+template <>
+struct cursor_pack<> {};
+template <class H, class... R>
+struct cursor_pack<H, R...> {
+  cursor<const H> head;
+  cursor_pack<R...> tail;
+};
+
+PARASCAN_HD inline cursor_pack<> bind(const input_pack<>&, index_t) { return {}; }
+template <class H, class... R>
+PARASCAN_HD PARASCAN_INLINE cursor_pack<H, R...> bind(const input_pack<H, R...>& p, index_t s) {
+  return {p.head.cursor_of(s), bind(p.tail, s)};
+}
+
+/// The state lifted from element t of every input's bound sequence.
+template <class Op, class... Read>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const cursor_pack<>&, index_t, const Read&... read) {
+  return lift(op, read...);
+}
+template <class Op, class H, class... R, class... Read>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const cursor_pack<H, R...>& c, index_t t,
+                                                  const Read&... read) {
+  return lift_at(op, c.tail, t, read..., c.head[t]);
+}
+
 /// The state lifted from element t of sequence s of every input.
 template <class Op, class... Read>
 PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const input_pack<>&, index_t, index_t,

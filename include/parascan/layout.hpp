@@ -16,6 +16,14 @@
 
 namespace parascan {
 
+/// One sequence's elements: base address and time stride (what loops use once the sequence is known).
+template <class T>
+struct cursor {
+  T* base;
+  index_t stride;
+  PARASCAN_HD T& operator[](index_t t) const { return base[t * stride]; }
+};
+
 template <class T>
 struct sequences {
   using element_type = T;
@@ -41,6 +49,7 @@ struct sequences {
     return data + first + i1 * stride[1];
   }
   PARASCAN_HD T& at(index_t s, index_t t) const { return begin_of(s)[t * time_stride]; }
+  PARASCAN_HD parascan::cursor<T> cursor_of(index_t s) const { return {begin_of(s), time_stride}; }
 
   /// The same sequences, read-only.
   operator sequences<const T>() const {
