@@ -1,0 +1,279 @@
+// Validation: every bad argument is rejected with a parascan::error whose message names it, before
+// anything is written (outputs are poisoned and compared byte for byte afterwards). Exact in-place
+// aliasing (output == input view) is the one overlap allowed, and it computes the right thing.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <parascan/parascan.hpp>
+
+using parascan::index_t;
+
+namespace {
+
+// Local operators, so that these tests depend on the core alone.
+struct sum {
+  using value_type = float;
+  float identity() const { return 0.0f; }
+  float operator()(float a, float b) const { return a + b; }
+};
+
+// Two inputs, lifted to their product: exercises input-pack checks (inputs[1]).
+struct sum_of_products {
+  using value_type = float;
+  float identity() const { return 0.0f; }
+  float operator()(float a, float b) const { return a + b; }
+  float lift(float x, float w) const { return x * w; }
+};
+
+// An operator whose outputs are not its states (project) and that has no seed(): it cannot take an
+// initial state.
+struct affine_no_seed {
+  struct value_type {
+    float a, b;
+  };
+  value_type identity() const { return {1.0f, 0.0f}; }
+  value_type operator()(value_type e, value_type l) const { return {e.a * l.a, l.a * e.b + l.b}; }
+  value_type lift(float a) const { return {a, 1.0f}; }
+  float project(value_type s) const { return s.b; }
+};
+
+// Byte snapshots of buffers, to prove that a rejected call wrote nothing.
+class untouched {
+ public:
+  template <class T>
+  untouched& watch(const std::vector<T>& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+    saved_.push_back({p, std::vector<unsigned char>(p, p + v.size() * sizeof(T))});
+    return *this;
+  }
+  bool holds() const {
+    for (const auto& [p, bytes] : saved_)
+      if (std::memcmp(p, bytes.data(), bytes.size()) != 0) return false;
+    return true;
+  }
+
+ private:
+  std::vector<std::pair<const unsigned char*, std::vector<unsigned char>>> saved_;
+};
+
+// call() must throw parascan::error naming every string of `names`, leaving the watched buffers as they were.
+template <class Call>
+void check_rejected(Call&& call, std::initializer_list<const char*> names, const untouched& guard) {
+  std::string message;
+  try {
+    call();
+  } catch (const parascan::error& e) {
+    message = e.what();
+  }
+  INFO("message: \"" << message << "\"");
+  REQUIRE_MESSAGE(!message.empty(), "expected a parascan::error");
+  for (const char* name : names) CHECK_MESSAGE(message.find(name) != std::string::npos, "should name " << std::string(name));
+  CHECK_MESSAGE(guard.holds(), "a rejected call wrote to an output");
+}
+
+// Bytes no scan of these inputs produces, so that a partial write shows.
+template <class T>
+std::vector<T> poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(v.data(), 0xA5, n * sizeof(T));
+  return v;
+}
+
+struct fixture {
+  static constexpr index_t n = 64;
+  std::vector<float> x = std::vector<float>(n, 1.0f), w = std::vector<float>(n, 2.0f);
+  std::vector<float> y = poisoned<float>(n), fin = poisoned<float>(8);
+  parascan::host exec{2};
+  untouched guard;
+  fixture() { guard.watch(x).watch(w).watch(y).watch(fin); }
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(fixture, "null data pointers") {
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single<float>(nullptr, 8)); },
+                 {"output.data"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single<float>(nullptr, 8), parascan::single(y.data(), 8)); },
+                 {"inputs[0].data"}, guard);
+  check_rejected(
+      [&] {
+        parascan::prefix_scan(exec, sum_of_products{},
+                              parascan::inputs(parascan::single(x.data(), 8), parascan::single<float>(nullptr, 8)),
+                              parascan::single(y.data(), 8));
+      },
+      {"inputs[1].data"}, guard);
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::single(x.data(), 8), nullptr); }, {"result"}, guard);
+  // An empty view needs no pointer.
+  parascan::prefix_scan(exec, sum{}, parascan::single<float>(nullptr, 0), parascan::single<float>(nullptr, 0));
+}
+
+TEST_CASE_FIXTURE(fixture, "negative extents, strides and lengths") {
+  const auto in = parascan::bdt(x.data(), 2, 4, 8);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, parascan::strided(y.data(), -2, 4, 32, 8, 8, 1)); },
+                 {"output.extent"}, guard);
+  check_rejected(
+      [&] { parascan::prefix_scan(exec, sum{}, parascan::strided(x.data(), 2, -4, 32, 8, 8, 1), parascan::bdt(y.data(), 2, 4, 8)); },
+      {"inputs[0].extent"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, parascan::strided(y.data(), 2, 4, 32, -8, 8, 1)); },
+                 {"output.stride"}, guard);
+  check_rejected(
+      [&] { parascan::prefix_scan(exec, sum{}, parascan::strided(x.data(), 2, 4, 32, 8, 8, -1), parascan::bdt(y.data(), 2, 4, 8)); },
+      {"inputs[0].stride"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single(y.data(), -8)); },
+                 {"output.length"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), -8), parascan::single(y.data(), 8)); },
+                 {"inputs[0].length"}, guard);
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::single(x.data(), -8), fin.data()); },
+                 {"inputs[0].length"}, guard);
+}
+
+TEST_CASE_FIXTURE(fixture, "inputs whose extents or lengths differ from the output's") {
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::bdt(x.data(), 2, 4, 8), parascan::bdt(y.data(), 4, 2, 8)); },
+                 {"inputs[0].extent"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 9), parascan::single(y.data(), 8)); },
+                 {"inputs[0].length"}, guard);
+  check_rejected(
+      [&] {
+        parascan::prefix_scan(exec, sum_of_products{},
+                              parascan::inputs(parascan::single(x.data(), 8), parascan::single(w.data(), 7)),
+                              parascan::single(y.data(), 8));
+      },
+      {"inputs[1].length"}, guard);
+  check_rejected(
+      [&] {
+        parascan::reduce_scan(exec, sum_of_products{},
+                              parascan::inputs(parascan::bdt(x.data(), 2, 3, 8), parascan::bdt(w.data(), 3, 2, 8)),
+                              fin.data());
+      },
+      {"inputs[1].extent"}, guard);
+}
+
+TEST_CASE_FIXTURE(fixture, "packed offsets: decreasing, negative first, different from the output's") {
+  const std::vector<index_t> good = {0, 3, 3, 8}, decreasing = {0, 5, 3, 8}, negative = {-1, 3, 3, 8},
+                             other = {0, 4, 4, 8}, shifted = {10, 13, 13, 18};
+  auto td = [](float* p, const std::vector<index_t>& o) { return parascan::packed_td(p, o.data(), 3); };
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, td(x.data(), good), td(y.data(), decreasing)); },
+                 {"output.offsets[2]"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, td(x.data(), decreasing), td(y.data(), good)); },
+                 {"inputs[0].offsets[2]"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, td(x.data(), good), td(y.data(), negative)); },
+                 {"output.offsets[0]"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, td(x.data(), other), td(y.data(), good)); },
+                 {"inputs[0].offsets[1]"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::bdt(x.data(), 3, 1, 2), td(y.data(), good)); },
+                 {"inputs[0].offsets"}, guard);
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, td(x.data(), decreasing), fin.data()); },
+                 {"inputs[0].offsets[2]"}, guard);
+  // The same lengths at another place of the flat buffer are fine.
+  parascan::prefix_scan(exec, sum{}, td(x.data(), shifted), td(y.data(), good));
+  CHECK(y[7] == 5.0f);
+}
+
+TEST_CASE_FIXTURE(fixture, "outputs that would write one element twice") {
+  const auto in = parascan::bdt(x.data(), 2, 4, 8);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single(y.data(), 8, 0)); },
+                 {"output.stride"}, guard);
+  // Channel stride 4 over sequences of 8 steps: channel 1 starts inside channel 0.
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, parascan::strided(y.data(), 2, 4, 32, 4, 8, 1)); },
+                 {"output.stride"}, guard);
+  // Batch stride 16 over 4 channels x 8 steps (32 elements): batch 1 lands on batch 0.
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, parascan::strided(y.data(), 2, 4, 16, 8, 8, 1)); },
+                 {"output.stride"}, guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, parascan::strided(y.data(), 2, 4, 0, 8, 8, 1)); },
+                 {"output.stride"}, guard);
+  // Inputs may broadcast through a zero stride.
+  parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8, 0), parascan::single(y.data(), 8));
+  CHECK(y[7] == 8.0f);
+}
+
+TEST_CASE_FIXTURE(fixture, "outputs that partially alias an input") {
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single(x.data() + 1, 8)); },
+                 {"output", "inputs[0]"}, guard);
+  // Same start, different stride: not in place.
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single(x.data(), 8, 2)); },
+                 {"output", "inputs[0]"}, guard);
+  check_rejected(
+      [&] {
+        parascan::prefix_scan(exec, sum_of_products{},
+                              parascan::inputs(parascan::single(x.data(), 8), parascan::single(w.data(), 8)),
+                              parascan::single(w.data() + 4, 8));
+      },
+      {"output", "inputs[1]"}, guard);
+}
+
+TEST_CASE_FIXTURE(fixture, "final states and reduce results overlapping inputs or the output") {
+  parascan::options<float> opts;
+  opts.final = x.data() + 7;
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single(y.data(), 8), opts); },
+                 {"options.final", "inputs[0]"}, guard);
+  opts.final = y.data() + 3;
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::single(x.data(), 8), parascan::single(y.data(), 8), opts); },
+                 {"options.final", "output"}, guard);
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::bdt(x.data(), 2, 4, 8), x.data() + 60); },
+                 {"result", "inputs[0]"}, guard);
+}
+
+TEST_CASE_FIXTURE(fixture, "options reduce_scan has no use for, and initial states an operator cannot take") {
+  parascan::options<float> opts;
+  opts.exclusive = true;
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::single(x.data(), 8), fin.data(), opts); },
+                 {"options.exclusive"}, guard);
+  opts = {};
+  opts.final = fin.data() + 1;
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::single(x.data(), 8), fin.data(), opts); },
+                 {"options.final"}, guard);
+
+  const std::vector<float> x0(8, 3.0f);
+  opts = {};
+  opts.initial = x0.data();
+  check_rejected(
+      [&] { parascan::prefix_scan(exec, affine_no_seed{}, parascan::single(x.data(), 8), parascan::single(y.data(), 8), opts); },
+      {"options.initial"}, guard);
+  check_rejected([&] { parascan::reduce_scan(exec, affine_no_seed{}, parascan::single(x.data(), 8), fin.data(), opts); },
+                 {"options.initial"}, guard);
+}
+
+TEST_CASE("exact in-place aliasing: output == input view") {
+  const index_t B = 3, D = 5, T = 300;
+  std::vector<double> original(B * D * T);
+  for (std::size_t i = 0; i < original.size(); ++i) original[i] = double((i * 7919) % 101) - 50.0;
+  struct dsum {
+    using value_type = double;
+    double identity() const { return 0.0; }
+    double operator()(double a, double b) const { return a + b; }
+  };
+
+  for (bool exclusive : {false, true})
+    for (bool reverse : {false, true})
+      for (unsigned threads : {1u, 4u})
+        for (bool one_sequence : {false, true}) {  // one sequence: the three-phase split path on 4 threads
+          CAPTURE(exclusive);
+          CAPTURE(reverse);
+          CAPTURE(threads);
+          CAPTURE(one_sequence);
+          std::vector<double> data = original;
+          const auto view = one_sequence ? parascan::single(data.data(), B * D * T) : parascan::bdt(data.data(), B, D, T);
+          parascan::options<double> opts;
+          opts.exclusive = exclusive;
+          opts.reverse = reverse;
+          parascan::prefix_scan<parascan::host_policy<64>>(parascan::host{threads}, dsum{}, view, view, opts);
+
+          const auto ref_view = one_sequence ? parascan::single(original.data(), B * D * T)
+                                             : parascan::bdt(original.data(), B, D, T);
+          bool all_equal = true;  // sums of small integers are exact in any order
+          for (index_t s = 0; s < view.count(); ++s) {
+            const index_t n = view.length_of(s);
+            double carry = 0.0;
+            for (index_t p = 0; p < n; ++p) {
+              const index_t t = reverse ? n - 1 - p : p;
+              if (exclusive) all_equal &= view.at(s, t) == carry;
+              carry += ref_view.at(s, t);
+              if (!exclusive) all_equal &= view.at(s, t) == carry;
+            }
+          }
+          CHECK(all_equal);
+        }
+}
