@@ -56,6 +56,16 @@ const input_pack<T...>& as_pack(const input_pack<T...>& p) {
   return p;
 }
 
+/// The pack of f(view, k) for each view k of the pack (f returns a view of the same element type).
+template <class F>
+input_pack<> transform_views(const input_pack<>&, F&&, int = 0) {
+  return {};
+}
+template <class H, class... R, class F>
+input_pack<H, R...> transform_views(const input_pack<H, R...>& p, F&& f, int k = 0) {
+  return {f(p.head, k), transform_views(p.tail, f, k + 1)};
+}
+
 /// Calls f(view) for each view of the pack, in order.
 template <class F>
 void for_each_view(const input_pack<>&, F&&) {}

@@ -52,7 +52,8 @@ struct sequences {
   PARASCAN_HD parascan::cursor<T> cursor_of(index_t s) const { return {begin_of(s), time_stride}; }
 
   /// The same sequences, read-only.
-  operator sequences<const T>() const {
+  template <class U = T, std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value, int> = 0>
+  operator sequences<const U>() const {
     return {data, {extent[0], extent[1]}, {stride[0], stride[1]}, length, time_stride, offsets};
   }
 };

@@ -70,8 +70,8 @@ constexpr bool check_operator() {
                   "parascan operator: missing `value_type identity() const` (the identity state)");
     static_assert(detail::has_combine<Op, S>::value,
                   "parascan operator: missing `value_type operator()(value_type earlier, value_type later) const`");
-    static_assert(std::is_trivially_copyable<S>::value || !PARASCAN_DEVICE_COMPILER,
-                  "parascan operator: value_type must be trivially copyable to live in registers");
+    static_assert(std::is_copy_constructible<S>::value && std::is_copy_assignable<S>::value,
+                  "parascan operator: value_type must be copyable (it lives in registers)");
   }
   return true;
 }

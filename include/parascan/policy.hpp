@@ -24,18 +24,25 @@ struct host_policy {
   static constexpr index_t split_length = SplitLength;
 };
 
-/// CUDA engine tuning.
-/// - Threads: threads per block; Items: consecutive steps each thread combines in registers;
-/// - SequencesPerBlock: sequences sharing one block when they are short (warp-per-sequence when > 1);
-/// - ChunksPerSplit: tiles per block in the multi-block (few long sequences) strategy.
-template <int Threads, int Items, int SequencesPerBlock = 1>
+/// How the threads of the CUDA engine combine their states.
+/// - automatic: a block per long sequence, a warp per short one, several blocks per sequence when there
+///   are few long sequences; threads combine in parallel (warp shuffles, then shared memory);
+/// - block: as automatic, never a warp per sequence;
+/// - sequential: each thread scans its own segment in time order (large states, where a parallel combine
+///   costs more work than it saves).
+enum class combine_variant { automatic, block, sequential };
+
+/// CUDA engine tuning. Threads: threads per block; Items: consecutive steps each thread combines in
+/// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps).
+template <int Threads, int Items, combine_variant Combine = combine_variant::automatic>
 struct cuda_policy {
-  static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024, "cuda_policy: Threads must be a multiple of 32 in [32, 1024]");
+  static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024,
+                "cuda_policy: Threads must be a multiple of 32 in [32, 1024]");
   static_assert(Items >= 1, "cuda_policy: Items must be >= 1");
   static constexpr int threads = Threads;
   static constexpr int items = Items;
   static constexpr int tile = Threads * Items;
-  static constexpr int sequences_per_block = SequencesPerBlock;
+  static constexpr combine_variant combine = Combine;
 };
 
 /// How large an operator's state is, which drives the default tuning.
@@ -64,9 +71,11 @@ struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
       family == state_family::scalar, cuda_policy<256, 16>,
-      std::conditional_t<family == state_family::pair, cuda_policy<256, 8>,
-                         std::conditional_t<family == state_family::wide, cuda_policy<128, 4>,
-                                            cuda_policy<128, 2>>>>;
+      std::conditional_t<
+          family == state_family::pair, cuda_policy<256, 8>,
+          std::conditional_t<family == state_family::wide, cuda_policy<128, 4>,
+                             std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<128, 2>,
+                                                cuda_policy<128, 1, combine_variant::sequential>>>>>;
 };
 
 template <class Op, class Arch>

@@ -1,0 +1,120 @@
+// The CUDA backend: parascan::cuda{stream}. Same entry points, options and contracts as the host
+// backend; every pointer (data, initial, final, result) is device memory, offsets arrays of packed
+// layouts may be host or device memory. Everything is enqueued on `stream`; nothing synchronises the
+// device, except reading device-resident offsets arrays back for validation (pass host offsets to avoid
+// that wait). Include from .cu files compiled by nvcc.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "cuda/check.cuh"
+#include "cuda/device.cuh"
+#include "cuda/memory.cuh"
+#include "host.hpp"  // use_default_policy
+#include "inputs.hpp"
+#include "layout.hpp"
+#include "operator_traits.hpp"
+#include "options.hpp"
+#include "policy.hpp"
+#include "validate.hpp"
+
+namespace parascan {
+
+/// CUDA execution: work enqueued on `stream`; temporary storage from `allocator` (null: stream-ordered
+/// cudaMallocAsync, see temp_allocator).
+struct cuda {
+  cudaStream_t stream = nullptr;
+  temp_allocator* allocator = nullptr;
+};
+
+namespace detail {
+
+template <class Policy, class Op>
+using cuda_policy_for = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
+                                           default_policy_t<Op, arch::sm90>, Policy>;
+
+inline temp_allocator& allocator_of(const cuda& exec) {
+  return exec.allocator != nullptr ? *exec.allocator : default_temp_allocator();
+}
+
+inline std::string input_name(int k) { return "inputs[" + std::to_string(k) + "]"; }
+
+/// Every input's view with host offsets (checks) and with device offsets (kernels); data must be device memory.
+template <class Pack>
+std::pair<Pack, Pack> stage_inputs(const Pack& in, staged_offsets& staged) {
+  Pack on_host = transform_views(in, [&](const auto& v, int k) { return staged.stage(v, input_name(k)).first; });
+  Pack on_device = transform_views(in, [&](const auto& v, int k) { return staged.stage(v, input_name(k)).second; });
+  int k = 0;
+  for_each_view(on_host, [&](const auto& v) {
+    if (v.count() > 0 && time_extent(v) > 0) require_device_pointer(v.data, input_name(k) + ".data");
+    ++k;
+  });
+  return {on_host, on_device};
+}
+
+/// Longest sequence of a (host-offsets) view.
+template <class T>
+index_t max_length(const sequences<T>& v) {
+  if (!v.packed()) return v.length;
+  index_t longest = 0;
+  for (index_t i = 0; i < v.extent[0]; ++i) longest = std::max(longest, v.offsets[i + 1] - v.offsets[i]);
+  return longest;
+}
+
+}  // namespace detail
+
+/// Inclusive or exclusive prefix scan on the GPU; see the host overload in host.hpp for the contract.
+template <class Policy = use_default_policy, class Op, class In, class Out>
+void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const sequences<Out>& output,
+                 const options<output_t<Op>>& opts = {}) {
+  static_assert(check_operator<Op>());
+  using policy = detail::cuda_policy_for<Policy, Op>;
+  temp_allocator& alloc = detail::allocator_of(exec);
+  detail::staged_offsets staged(alloc, exec.stream);
+  const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
+  const auto [out_host, out_device] = staged.stage(output, "output");
+  const index_t count = out_host.count();
+  detail::check_scan_arguments(in_host, out_host, detail::span_of(opts.final, count), "options.final");
+  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
+                  "an operator with seed(output) (its outputs are not its states)");
+  if (count > 0 && detail::time_extent(out_host) > 0) detail::require_device_pointer(output.data, "output.data");
+  if (count > 0) {
+    detail::require_device_pointer(opts.initial, "options.initial");
+    detail::require_device_pointer(opts.final, "options.final");
+  }
+  if (count == 0) return;
+
+  engine::segment_args<Op, std::decay_t<decltype(in_device)>, Out> args{
+      op, in_device, out_device, opts.initial, opts.final, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
+  engine::run<policy, true>(args, detail::max_length(out_host), alloc, exec.stream);
+}
+
+/// Totals of every sequence on the GPU: result[s] (device memory, one per sequence); see host.hpp.
+template <class Policy = use_default_policy, class Op, class In>
+void reduce_scan(const cuda& exec, const Op& op, const In& inputs, output_t<Op>* result,
+                 const options<output_t<Op>>& opts = {}) {
+  static_assert(check_operator<Op>());
+  using policy = detail::cuda_policy_for<Policy, Op>;
+  temp_allocator& alloc = detail::allocator_of(exec);
+  detail::staged_offsets staged(alloc, exec.stream);
+  const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
+  const index_t count = in_host.head.count();
+  detail::check_reduce_arguments(in_host, detail::span_of(result, count), count);
+  detail::require(!opts.exclusive, "options.exclusive", "false: a reduction has no exclusive form");
+  detail::require(opts.final == nullptr, "options.final", "null: reduce_scan writes its totals to `result`");
+  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
+                  "an operator with seed(output) (its outputs are not its states)");
+  if (count == 0) return;
+  detail::require_device_pointer(result, "result");
+  detail::require_device_pointer(opts.initial, "options.initial");
+
+  engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_t<Op>> args{
+      op, in_device, {}, opts.initial, result, nullptr, count, 1, 0, opts.reverse, false};
+  engine::run<policy, false>(args, detail::max_length(in_host.head), alloc, exec.stream);
+}
+
+}  // namespace parascan

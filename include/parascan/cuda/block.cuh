@@ -1,0 +1,99 @@
+// Block layer and the "group" abstraction the sequence layer runs on. A group is the set of threads that
+// scans one segment of one sequence together:
+//   block_group<T>  : a whole block of T threads (warp scans, then warp totals through shared memory);
+//   warp_group<T>   : each warp of a T-thread block on its own sequence (short sequences);
+//   thread_group<T> : each thread on its own segment, sequentially (large states, where parallel
+//                     combining costs more than it saves).
+// A group's exclusive_scan(op, thread_total, carry) returns each thread's prefix, carry included, and
+// advances `carry` (held identically by every thread) past the whole group's items.
+#pragma once
+
+#include "warp.cuh"
+
+namespace parascan::engine {
+
+template <int THREADS>
+struct block_group {
+  static constexpr int warps = THREADS / warp_threads;
+  static constexpr int groups_per_block = 1;
+  static constexpr int threads = THREADS;
+
+  template <class S>
+  struct temp_storage {
+    S warp_total[2][warps];  // double-buffered by tile parity: one barrier per tile, not two
+    warp_scan_storage<S> warp[warps];
+  };
+
+  __device__ int rank() const { return int(threadIdx.x); }
+  __device__ int group_in_block() const { return 0; }
+
+  template <class Op>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
+                                                        state_t<Op>& carry, temp_storage<state_t<Op>>& temp) {
+    using S = state_t<Op>;
+    const int warp = int(threadIdx.x) / warp_threads, lane = int(threadIdx.x) % warp_threads;
+    const auto in_warp = warp_scan(op, thread_total, temp.warp[warp]);
+    S* totals = temp.warp_total[parity_];
+    parity_ ^= 1;
+    if (lane == warp_threads - 1) totals[warp] = in_warp.total;
+    __syncthreads();
+    // Every thread folds the (few) warp totals itself: no second barrier, and the block total is known
+    // to all threads, so the carry needs no broadcast.
+    S before_warp = carry, block_total = carry;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+      if (w == warp) before_warp = block_total;
+      block_total = op(block_total, totals[w]);
+    }
+    carry = block_total;
+    return op(before_warp, in_warp.exclusive);
+  }
+
+ private:
+  int parity_ = 0;
+};
+
+template <int THREADS>
+struct warp_group {
+  static constexpr int groups_per_block = THREADS / warp_threads;
+  static constexpr int threads = warp_threads;
+
+  template <class S>
+  struct temp_storage {
+    warp_scan_storage<S> warp[groups_per_block];
+  };
+
+  __device__ int rank() const { return int(threadIdx.x) % warp_threads; }
+  __device__ int group_in_block() const { return int(threadIdx.x) / warp_threads; }
+
+  template <class Op>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
+                                                        state_t<Op>& carry, temp_storage<state_t<Op>>& temp) {
+    const auto in_warp = warp_scan(op, thread_total, temp.warp[group_in_block()]);
+    const state_t<Op> prefix = op(carry, in_warp.exclusive);
+    carry = op(carry, in_warp.total);
+    return prefix;
+  }
+};
+
+template <int THREADS>
+struct thread_group {
+  static constexpr int groups_per_block = THREADS;
+  static constexpr int threads = 1;
+
+  template <class S>
+  struct temp_storage {};
+
+  __device__ int rank() const { return 0; }
+  __device__ int group_in_block() const { return int(threadIdx.x); }
+
+  template <class Op>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
+                                                        state_t<Op>& carry, temp_storage<state_t<Op>>&) {
+    const state_t<Op> prefix = carry;
+    carry = op(carry, thread_total);
+    return prefix;
+  }
+};
+
+}  // namespace parascan::engine

@@ -1,0 +1,179 @@
+// Device layer: the kernels (which only compose the layers below) and the dispatch that picks a strategy
+// from the shape and the operator.
+//
+// Strategies:
+//  - one group per sequence, the group looping over tiles with a running carry: a block for long
+//    sequences, a warp for short ones (several sequences per block);
+//  - few long sequences: each sequence split into segments over several blocks, reduce-then-scan
+//    (fold every segment, scan the segment totals per sequence, rescan each segment from its carry);
+//  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
+//    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread).
+#pragma once
+
+#include <algorithm>
+#include <limits>
+
+#include "../inputs.hpp"
+#include "../operator_traits.hpp"
+#include "../policy.hpp"
+#include "check.cuh"
+#include "memory.cuh"
+#include "sequence.cuh"
+
+namespace parascan::engine {
+
+enum class pass {
+  scan,    // whole sequences: write every step and the final state
+  reduce,  // whole sequences: write only the total (into `final`)
+  fold,    // segments: write each segment's total into `partials`
+  rescan,  // segments: write every step, starting from the carry in `partials`
+};
+
+template <class Op, class Pack, class Out>
+struct segment_args {
+  Op op;
+  Pack in;
+  sequences<Out> out;
+  const output_t<Op>* initial;
+  output_t<Op>* final;
+  state_t<Op>* partials;
+  index_t count;    // sequences
+  index_t splits;   // segments per sequence
+  index_t segment;  // scan positions per segment (when splits > 1)
+  bool reverse, exclusive;
+};
+
+template <class Group, int ITEMS, pass PASS, class Op, class Pack, class Out>
+__global__ void __launch_bounds__(Group::groups_per_block * Group::threads)
+    segment_kernel(const segment_args<Op, Pack, Out> a) {
+  using S = state_t<Op>;
+  using temp_t = typename Group::template temp_storage<S>;
+  // Raw storage: states with constructors (Eigen matrices) cannot be __shared__ variables themselves.
+  __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
+  temp_t& temp = *reinterpret_cast<temp_t*>(temp_bytes);
+  Group group;
+
+  const index_t item = index_t(blockIdx.x) * Group::groups_per_block + group.group_in_block();
+  if (item >= a.count * a.splits) return;  // a whole group leaves together
+  const index_t s = item / a.splits, j = item - s * a.splits;
+  const index_t n = a.in.head.length_of(s);
+  const index_t p0 = j * a.segment, p1 = a.splits == 1 ? n : min(n, p0 + a.segment);
+  if (PASS == pass::rescan && p0 >= p1) return;
+
+  S carry = PASS == pass::fold     ? a.op.identity()
+            : PASS == pass::rescan ? a.partials[item]
+                                   : start_state(a.op, a.initial, s);
+  constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
+  cursor<Out> out{nullptr, 0};
+  if constexpr (write) out = a.out.cursor_of(s);
+  carry = scan_segment<ITEMS, write>(group, temp, a.op, bind(a.in, s), out, n, p0, p1, a.reverse, a.exclusive, carry);
+
+  if (group.rank() != 0) return;
+  if (PASS == pass::fold) a.partials[item] = carry;
+  if ((PASS == pass::scan || PASS == pass::reduce) && a.final != nullptr) a.final[s] = project(a.op, carry);
+}
+
+/// Between fold and rescan: per sequence, turns segment totals into the carries before each segment
+/// (starting from the initial state) and writes the final state. One thread per sequence.
+template <class Op>
+__global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_t splits,
+                             const output_t<Op>* initial, output_t<Op>* final) {
+  const index_t s = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= count) return;
+  state_t<Op> carry = start_state(op, initial, s);
+  for (index_t j = 0; j < splits; ++j) {
+    const state_t<Op> total = partials[s * splits + j];
+    partials[s * splits + j] = carry;
+    carry = op(carry, total);
+  }
+  if (final != nullptr) final[s] = project(op, carry);
+}
+
+/// Which group scans, and how sequences are cut into segments.
+struct launch_plan {
+  enum class group_kind { block, warp, thread } group = group_kind::block;
+  index_t splits = 1;
+  index_t segment = 0;
+};
+
+inline int multiprocessors() {
+  int device = 0, sms = 0;
+  detail::cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  return sms;
+}
+
+template <class Policy, class Op>
+launch_plan plan_launch(index_t count, index_t max_length) {
+  launch_plan plan;
+  const index_t sms = multiprocessors();
+  const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
+  if (Policy::combine == combine_variant::sequential) {
+    plan.group = launch_plan::group_kind::thread;
+    const index_t threads_wanted = sms * 1024;  // enough segments in flight to hide latency
+    plan.splits = std::clamp<index_t>(ceil_div(threads_wanted, std::max<index_t>(count, 1)), 1,
+                                      std::max<index_t>(1, max_length / 64));
+  } else {
+    const index_t warp_tile = index_t(warp_threads) * Policy::items, block_tile = Policy::tile;
+    if (max_length <= 2 * warp_tile && Policy::combine != combine_variant::block) {
+      plan.group = launch_plan::group_kind::warp;
+      return plan;
+    }
+    plan.group = launch_plan::group_kind::block;
+    const index_t blocks_wanted = sms * std::max(1, 2048 / Policy::threads);  // one full wave
+    if (count < blocks_wanted / 2 && max_length > 4 * block_tile)
+      plan.splits = std::min(ceil_div(blocks_wanted, std::max<index_t>(count, 1)), ceil_div(max_length, block_tile));
+  }
+  if (plan.splits > 1) {
+    const index_t unit = plan.group == launch_plan::group_kind::block ? Policy::tile : 1;
+    plan.segment = ceil_div(ceil_div(max_length, plan.splits), unit) * unit;
+    plan.splits = ceil_div(max_length, plan.segment);
+  }
+  if (plan.splits <= 1) plan.splits = 1, plan.segment = 0;
+  return plan;
+}
+
+template <class Group, int ITEMS, pass PASS, class Op, class Pack, class Out>
+void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) {
+  const index_t groups = a.count * a.splits;
+  if (groups == 0) return;
+  const index_t blocks = (groups + Group::groups_per_block - 1) / Group::groups_per_block;
+  detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+  segment_kernel<Group, ITEMS, PASS><<<unsigned(blocks), Group::groups_per_block * Group::threads, 0, stream>>>(a);
+  detail::check_launch("parascan segment_kernel");
+}
+
+/// Runs a scan (write = true) or a reduction (results in a.final) with the planned strategy.
+template <class Policy, class Group, bool WRITE, class Op, class Pack, class Out>
+void run_with_group(segment_args<Op, Pack, Out> a, const launch_plan& plan, temp_allocator& alloc,
+                    cudaStream_t stream) {
+  constexpr int items = std::is_same<Group, thread_group<Policy::threads>>::value ? 1 : Policy::items;
+  if (plan.splits == 1) {
+    launch_segments<Group, items, WRITE ? pass::scan : pass::reduce>(a, stream);
+    return;
+  }
+  detail::temp_buffer partials(alloc, stream, std::size_t(a.count * plan.splits) * sizeof(state_t<Op>));
+  a.partials = partials.as<state_t<Op>>();
+  a.splits = plan.splits;
+  a.segment = plan.segment;
+  launch_segments<Group, items, pass::fold>(a, stream);
+  carry_kernel<<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a.op, a.partials, a.count, a.splits, a.initial,
+                                                                    a.final);
+  detail::check_launch("parascan carry_kernel");
+  if constexpr (WRITE) launch_segments<Group, items, pass::rescan>(a, stream);
+}
+
+template <class Policy, bool WRITE, class Op, class Pack, class Out>
+void run(const segment_args<Op, Pack, Out>& a, index_t max_length, temp_allocator& alloc, cudaStream_t stream) {
+  const launch_plan plan = plan_launch<Policy, Op>(a.count, max_length);
+  // Only the groups a policy can plan are instantiated: fewer kernels to compile.
+  if constexpr (Policy::combine == combine_variant::sequential) {
+    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
+  } else if (Policy::combine == combine_variant::automatic && plan.group == launch_plan::group_kind::warp) {
+    run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
+  } else {
+    run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
+  }
+}
+
+}  // namespace parascan::engine

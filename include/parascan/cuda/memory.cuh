@@ -1,0 +1,129 @@
+// Device memory for the CUDA backend: the caller-replaceable temporary-storage allocator, checks that
+// pointers are device memory, and staging of packed layouts' offsets arrays.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "../error.hpp"
+#include "../layout.hpp"
+#include "check.cuh"
+
+namespace parascan {
+
+/// Temporary device memory for the strategies that need it (multi-block carries, uploaded offsets).
+/// The default is stream-ordered (cudaMallocAsync / cudaFreeAsync on the scan's stream), so it never
+/// synchronises the device. Derive from it to hand parascan a caching pool or a framework's allocator;
+/// deallocate() is called with the same stream once the work using the memory has been enqueued.
+struct temp_allocator {
+  virtual ~temp_allocator() = default;
+  virtual void* allocate(std::size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    detail::cuda_check(cudaMallocAsync(&p, bytes, stream), "temporary storage (cudaMallocAsync)");
+    return p;
+  }
+  virtual void deallocate(void* p, std::size_t /*bytes*/, cudaStream_t stream) { cudaFreeAsync(p, stream); }
+};
+
+namespace detail {
+
+inline temp_allocator& default_temp_allocator() {
+  static temp_allocator instance;
+  return instance;
+}
+
+/// A temporary device allocation freed (stream-ordered) at scope exit.
+class temp_buffer {
+ public:
+  temp_buffer(temp_allocator& alloc, cudaStream_t stream, std::size_t bytes)
+      : alloc_(&alloc), stream_(stream), bytes_(bytes), ptr_(bytes ? alloc.allocate(bytes, stream) : nullptr) {}
+  temp_buffer(const temp_buffer&) = delete;
+  temp_buffer& operator=(const temp_buffer&) = delete;
+  temp_buffer(temp_buffer&& o) noexcept : alloc_(o.alloc_), stream_(o.stream_), bytes_(o.bytes_), ptr_(o.ptr_) {
+    o.ptr_ = nullptr;
+  }
+  ~temp_buffer() {
+    if (ptr_ != nullptr) alloc_->deallocate(ptr_, bytes_, stream_);
+  }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  temp_allocator* alloc_;
+  cudaStream_t stream_;
+  std::size_t bytes_;
+  void* ptr_;
+};
+
+/// Whether the device can read p directly: device or managed memory.
+inline bool is_device_pointer(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unknown host pointer is an answer here, not an error to keep
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+inline void require_device_pointer(const void* p, const std::string& name) {
+  if (p != nullptr)
+    require(is_device_pointer(p), name, "device memory (parascan::cuda reads and writes the GPU's memory), got a host pointer");
+}
+
+/// Packed layouts' offsets arrays, readable on both sides: the host copy validates and plans, the device
+/// copy is what kernels read. Host-resident offsets are uploaded (stream-ordered); device-resident ones
+/// are copied back once, which waits for the stream (documented: pass host offsets to avoid that wait).
+class staged_offsets {
+ public:
+  staged_offsets(temp_allocator& alloc, cudaStream_t stream) : alloc_(alloc), stream_(stream) {}
+
+  /// The view with host offsets (for checks) and the one with device offsets (for kernels).
+  template <class T>
+  std::pair<sequences<T>, sequences<T>> stage(const sequences<T>& v, const std::string& name) {
+    if (!v.packed()) return {v, v};
+    require(v.extent[0] >= 0, name + ".extent", "non-negative batch extents");
+    for (auto& e : entries_)
+      if (e.given == v.offsets) return {with(v, e.host.data()), with(v, e.device)};
+    entry e;
+    e.given = v.offsets;
+    const std::size_t n = std::size_t(v.extent[0]) + 1, bytes = n * sizeof(index_t);
+    e.host.resize(n);
+    if (is_device_pointer(v.offsets)) {
+      cuda_check(cudaMemcpyAsync(e.host.data(), v.offsets, bytes, cudaMemcpyDeviceToHost, stream_), (name + ".offsets").c_str());
+      cuda_check(cudaStreamSynchronize(stream_), (name + ".offsets").c_str());
+      e.device = v.offsets;
+    } else {
+      e.host.assign(v.offsets, v.offsets + n);
+      buffers_.emplace_back(alloc_, stream_, bytes);
+      e.device = buffers_.back().as<index_t>();
+      cuda_check(cudaMemcpyAsync(const_cast<index_t*>(e.device), e.host.data(), bytes, cudaMemcpyHostToDevice, stream_),
+                 (name + ".offsets").c_str());
+    }
+    entries_.push_back(std::move(e));
+    return {with(v, entries_.back().host.data()), with(v, entries_.back().device)};
+  }
+
+ private:
+  struct entry {
+    const index_t* given = nullptr;
+    std::vector<index_t> host;
+    const index_t* device = nullptr;
+  };
+  template <class T>
+  static sequences<T> with(sequences<T> v, const index_t* offsets) {
+    v.offsets = offsets;
+    return v;
+  }
+  temp_allocator& alloc_;
+  cudaStream_t stream_;
+  std::vector<entry> entries_;
+  std::vector<temp_buffer> buffers_;
+};
+
+}  // namespace detail
+}  // namespace parascan
