@@ -76,9 +76,22 @@ constexpr bool check_operator() {
   return true;
 }
 
-/// The scan state of an operator.
+/// The scan state of an operator. An operator without value_type gets a placeholder rather than a
+/// substitution failure, so that calls still reach check_operator's readable static_assert instead of
+/// "no matching function" (the entry points name options<output_t<Op>> in their signatures).
+namespace detail {
+struct missing_value_type {};
+template <class Op, class = void>
+struct state_of {
+  using type = missing_value_type;
+};
 template <class Op>
-using state_t = typename Op::value_type;
+struct state_of<Op, std::void_t<typename Op::value_type>> {
+  using type = typename Op::value_type;
+};
+}  // namespace detail
+template <class Op>
+using state_t = typename detail::state_of<Op>::type;
 
 /// Builds a state from one element of each input sequence.
 template <class Op, class... X>
