@@ -1,0 +1,80 @@
+// Accumulator types: the type a scan state is kept in for a given storage type.
+//
+// 16-bit floats are storage formats only: summing or multiplying in them loses a bit per step, so every
+// built-in operator lifts bf16/fp16 elements into an fp32 state and rounds once, when the output is
+// written. Every other type (float, double, complex numbers, user types) accumulates in itself.
+//
+//   accumulator_t<Eigen::bfloat16> == float      accumulator_t<__nv_bfloat16> == float (nvcc only)
+//   accumulator_t<Eigen::half>     == float      accumulator_t<__half>        == float (nvcc only)
+//   accumulator_t<double> == double, accumulator_t<std::complex<float>> == std::complex<float>, ...
+//
+// Specialise parascan::ops::accumulator<T> for another storage type.
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include <parascan/config.hpp>
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+// Declared, not defined, so that the trait does not pull Eigen into operators that do not need it.
+namespace Eigen {
+struct bfloat16;
+struct half;
+}  // namespace Eigen
+
+namespace parascan::ops {
+
+template <class T>
+struct accumulator {
+  using type = T;
+};
+template <>
+struct accumulator<Eigen::bfloat16> {
+  using type = float;
+};
+template <>
+struct accumulator<Eigen::half> {
+  using type = float;
+};
+#if defined(__CUDACC__)
+template <>
+struct accumulator<__nv_bfloat16> {
+  using type = float;
+};
+template <>
+struct accumulator<__half> {
+  using type = float;
+};
+#endif
+
+/// The accumulator of storage type T (const ignored).
+template <class T>
+using accumulator_t = typename accumulator<std::remove_cv_t<T>>::type;
+
+/// The accumulator several storage types meet in: the type of their accumulators' product
+/// (float and double -> double; float and complex<float> -> complex<float>).
+template <class T, class... R>
+struct common_accumulator {
+  using type = std::decay_t<decltype(std::declval<accumulator_t<T>>() *
+                                     std::declval<typename common_accumulator<R...>::type>())>;
+};
+template <class T>
+struct common_accumulator<T> {
+  using type = accumulator_t<T>;
+};
+template <class... T>
+using common_accumulator_t = typename common_accumulator<T...>::type;
+
+/// Converts a stored element to accumulator type Acc through its own accumulator (bf16 -> float ->
+/// complex<float>, a path a single cast does not always have).
+template <class Acc, class T>
+PARASCAN_HD PARASCAN_INLINE Acc to_accumulator(const T& x) {
+  return Acc(static_cast<accumulator_t<T>>(x));
+}
+
+}  // namespace parascan::ops

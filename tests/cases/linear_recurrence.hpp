@@ -1,0 +1,124 @@
+// Cases for ops/linear_recurrence.hpp: x[t] = a[t] x[t-1] + b[t] in fp32, fp64, bf16/fp16 storage (fp32
+// state), complex64, and mixed gate/token types, against an fp64 (complex<double>) sequential reference.
+#include <parascan/ops/linear_recurrence.hpp>
+
+#include "support/laws.hpp"
+#include "support/numeric.hpp"
+
+namespace {
+
+using ptest::index_t;
+constexpr double pi = 3.14159265358979323846;
+
+/// A contracting gate: |a| in [0.8, 0.999] (memory up to ~1000 steps); complex gates get a random phase,
+/// real ones a negative sign one time in ten.
+template <class G>
+std::complex<double> random_gate(ptest::fast_random& g) {
+  const double r = g.uniform(0.8, 0.999);
+  if constexpr (ptest::is_complex<G>::value) return std::polar(r, g.uniform(-pi, pi));
+  else return g.uniform(0, 1) < 0.1 ? -r : r;
+}
+template <class X>
+std::complex<double> random_token(ptest::fast_random& g) {
+  if constexpr (ptest::is_complex<X>::value) return {g.normal(), g.normal()};
+  else return g.normal();
+}
+
+/// Runs linear_recurrence on every configuration with gates stored as G, tokens as X, outputs as Y, and
+/// checks the relative (2-norm) error against the fp64 reference of the stored inputs: at most
+/// out_ulps * eps(Y) (the output's own rounding) + acc_ulps * eps(state).
+template <class G, class X, class Y>
+void check_linear_recurrence(double out_ulps, double acc_ulps) {
+  using Acc = parascan::ops::common_accumulator_t<G, X>;
+  const double tol = out_ulps * (std::is_same<Y, Acc>::value ? 0.0 : ptest::eps_of<Y>()) +
+                     acc_ulps * ptest::eps_of<Acc>();
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<G> a(sh.elements());
+    ptest::buffer<X> b(sh.elements());
+    ptest::buffer<Y> y(sh.elements());
+    ptest::buffer<Acc> init(sh.count()), fin(sh.count());
+    ptest::fast_random g;
+    ptest::fill(a, [&] { return ptest::store<G>(random_gate<G>(g)); });
+    ptest::fill(b, [&] { return ptest::store<X>(random_token<X>(g)); });
+    ptest::fill(init, [&] { return ptest::store<Acc>(random_token<Acc>(g)); });
+    ptest::fill(y, [] { return ptest::poison<Y>(); });
+    ptest::fill(fin, [] { return ptest::poison<Acc>(); });
+
+    parascan::options<Acc> opts;
+    opts.exclusive = f.exclusive;
+    opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    opts.final = f.with_final ? fin.data() : nullptr;
+    parascan::linear_recurrence(ptest::exec(), sh.view(a.data(), offs.get(sh)), sh.view(b.data(), offs.get(sh)),
+                                sh.view(y.data(), offs.get(sh)), opts);
+    y.download();
+    fin.download();
+
+    ptest::error_meter err;
+    const auto add = [&](const auto& got, std::complex<double> ref) {
+      if constexpr (ptest::is_complex<std::decay_t<decltype(got)>>::value) err.add_complex(got, ref);
+      else err.add(ptest::to_double(got), ref.real());
+    };
+    const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto av = sh.view(a.host.data(), host_offsets);
+    const auto bv = sh.view(b.host.data(), host_offsets);
+    const auto yv = sh.view(y.host.data(), host_offsets);
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = av.length_of(s);
+      const std::complex<double> start = f.with_initial ? ptest::to_complex(init.host[s]) : 0.0;
+      const auto total = ptest::reference_scan(
+          n, f.exclusive, f.reverse, start,
+          [&](std::complex<double> x, index_t t) {
+            return ptest::to_complex(av.at(s, t)) * x + ptest::to_complex(bv.at(s, t));
+          },
+          [&](index_t t, std::complex<double> x) { add(yv.at(s, t), x); });
+      if (f.with_final) add(fin.host[s], total);
+    }
+    CHECK(err.relative() <= tol);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("linear_recurrence: fp32 and fp64") {
+  check_linear_recurrence<float, float, float>(0, 8);
+  check_linear_recurrence<double, double, double>(0, 8);
+}
+
+TEST_CASE("linear_recurrence: bf16 and fp16 storage with an fp32 state") {
+  check_linear_recurrence<ptest::bf16, ptest::bf16, float>(0, 8);        // fp32 output
+  check_linear_recurrence<ptest::bf16, ptest::bf16, ptest::bf16>(0.5, 8);  // bf16 output: one rounding
+  check_linear_recurrence<ptest::f16, ptest::f16, ptest::f16>(0.5, 8);
+  check_linear_recurrence<ptest::bf16, float, float>(0, 8);              // bf16 gates, fp32 tokens
+}
+
+TEST_CASE("linear_recurrence: complex64 gates and tokens") {
+  check_linear_recurrence<ptest::complex64, ptest::complex64, ptest::complex64>(0, 8);
+}
+
+TEST_CASE("linear_recurrence: operator laws") {
+  const parascan::ops::linear_recurrence<double> op;
+  using S = parascan::ops::linear_state<double>;
+  ptest::check_operator_laws(
+      op, [] { return S{ptest::uniform(-1.5, 1.5), ptest::normal()}; },
+      [](const S& x, const S& y) {
+        return std::max(std::abs(x.a - y.a) / std::abs(y.a), std::abs(x.b - y.b) / (std::abs(y.b) + 1e-300));
+      },
+      1e-13, 0.0);
+}
+
+TEST_CASE("linear_recurrence: in place over the tokens") {
+  const index_t T = 5000;
+  ptest::buffer<float> a(T), b(T);
+  ptest::fill(a, [] { return float(ptest::uniform(0.9, 0.99)); });
+  ptest::fill(b, [] { return float(ptest::normal()); });
+  const std::vector<float> tokens = b.host;
+  parascan::linear_recurrence(ptest::exec(), parascan::single(a.data(), T), parascan::single(b.data(), T),
+                              parascan::single(b.data(), T));
+  b.download();
+  ptest::error_meter err;
+  double x = 0;
+  for (index_t t = 0; t < T; ++t) err.add(b.host[t], x = a.host[t] * x + tokens[t]);
+  CHECK(err.relative() <= 8 * ptest::eps_of<float>());
+}

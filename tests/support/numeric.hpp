@@ -1,0 +1,75 @@
+// Storage-type helpers for operator cases, backend-neutral (ptest::bf16, f16, complex64 come from the
+// backend header): machine epsilon per type, stored values to and from fp64 references.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace ptest {
+
+template <class T, class = void>
+struct is_complex : std::false_type {};
+template <class T>
+struct is_complex<T, std::void_t<decltype(std::declval<const T&>().imag())>> : std::true_type {};
+
+/// Machine epsilon (spacing of numbers near 1) of a storage type; a complex type's is its parts'.
+template <class T>
+double eps_of() {
+  if constexpr (std::is_same<T, bf16>::value) return 0x1p-7;
+  else if constexpr (std::is_same<T, f16>::value) return 0x1p-10;
+  else if constexpr (std::is_same<T, double>::value) return 0x1p-52;
+  else if constexpr (is_complex<T>::value) return eps_of<std::decay_t<decltype(std::declval<T>().real())>>();
+  else return 0x1p-23;
+}
+
+/// A stored real value, exactly, in fp64.
+template <class T>
+double to_double(const T& x) {
+  if constexpr (std::is_same<T, double>::value) return x;
+  else return double(static_cast<float>(x));
+}
+
+/// A stored value (real or complex), exactly, as complex<double>.
+template <class T>
+std::complex<double> to_complex(const T& x) {
+  if constexpr (is_complex<T>::value) return {double(x.real()), double(x.imag())};
+  else return {to_double(x), 0.0};
+}
+
+/// The storage value nearest to v (the imaginary part is dropped for real types).
+template <class T>
+T store(std::complex<double> v) {
+  if constexpr (is_complex<T>::value) return T(float(v.real()), float(v.imag()));
+  else if constexpr (std::is_same<T, double>::value) return v.real();
+  else return T(float(v.real()));
+}
+template <class T>
+T store(double v) {
+  return store<T>(std::complex<double>(v, 0.0));
+}
+
+/// A fast generator for bulk inputs (xoshiro256+), seeded from ptest::rng() so that every run draws
+/// fresh values: the standard library's engines and normal distribution would dominate the run time of
+/// sweeps over tens of millions of elements.
+struct fast_random {
+  std::uint64_t s[4];
+  fast_random() {
+    for (auto& w : s) w = rng()() | 1;
+  }
+  std::uint64_t next() {
+    const std::uint64_t r = s[0] + s[3], t = s[1] << 17;
+    s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return r;
+  }
+  /// Uniform in [lo, hi).
+  double uniform(double lo, double hi) { return lo + (hi - lo) * double(next() >> 11) * 0x1p-53; }
+  /// Zero mean, unit variance, bell-shaped (sum of four uniforms): shape does not matter to these tests.
+  double normal() {
+    return (uniform(-1, 1) + uniform(-1, 1) + uniform(-1, 1) + uniform(-1, 1)) * 0.8660254037844386;
+  }
+};
+
+}  // namespace ptest
