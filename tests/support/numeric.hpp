@@ -2,6 +2,7 @@
 // backend header): machine epsilon per type, stored values to and from fp64 references.
 #pragma once
 
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <type_traits>
@@ -49,6 +50,21 @@ template <class T>
 T store(double v) {
   return store<T>(std::complex<double>(v, 0.0));
 }
+
+/// Worst error |got - ref| / (scale + |ref|) over the elements added; infinities must match exactly
+/// and a NaN must appear exactly where the reference has one (else the error is infinite). With scale 1,
+/// the measure of log-values: an absolute error near 0, a relative one far from it.
+struct scaled_error_meter {
+  double scale = 1.0;
+  double worst = 0;
+  void add(double got, double ref) {
+    double e;
+    if (std::isnan(ref) || std::isnan(got)) e = std::isnan(ref) == std::isnan(got) ? 0.0 : INFINITY;
+    else if (std::isinf(ref) || std::isinf(got)) e = got == ref ? 0.0 : INFINITY;
+    else e = std::abs(got - ref) / (scale + std::abs(ref));
+    if (!(e <= worst)) worst = e;
+  }
+};
 
 /// A fast generator for bulk inputs (xoshiro256+), seeded from ptest::rng() so that every run draws
 /// fresh values: the standard library's engines and normal distribution would dominate the run time of
