@@ -1,0 +1,84 @@
+// Affine (non-diagonal) matrix recurrence x[t] = W[t] x[t-1] + b[t], with Eigen fixed-size N x N
+// matrices (N = 2..32) of float or double.
+//
+// Math: step t is the affine map x -> W x + b. Composing "first (W1, b1), then (W2, b2)" gives
+//   (W1, b1) . (W2, b2) = (W2 W1, W2 b1 + b2)
+// (the later matrix multiplies from the left), associative with identity (I, 0). The scan state after
+// step t is the composition of steps 0..t; its b is x[t] from x[-1] = 0; seed(x0) = (I, x0) starts it
+// from x0 instead.
+//
+// State: affine_state<S, N>{W, b}: an Eigen::Matrix<S, N, N> and an Eigen::Matrix<S, N, 1> (column-major,
+// Eigen's default). Inputs, in this order: W[t], b[t] -> lift(W, b); any Eigen matrix expression of the
+// right size converts (row-major storage or another scalar type, cast to S). project(state) = x (b).
+//
+// Cost: a combine is an N x N product and a matrix-vector product, N^3 + N^2 multiply-adds, against N^2
+// for the sequential recurrence: a parallel scan pays N times the work of a sequential one, which the
+// engine weighs for large N (see the design notes). The state is 4 (N^2 + N) bytes in fp32: 4.2 kB at N=32.
+//
+// Precision: for contracting W (spectral radius < 1) errors do not grow with T; each combine rounds
+// about sqrt(N) ulps in the products. Products are written with Eigen's operator*, which Eigen evaluates
+// coefficient-wise for small fixed sizes and in device code (EIGEN_DEVICE_FUNC; nvcc needs
+// --expt-relaxed-constexpr and warning 20012 suppressed).
+#pragma once
+
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include <parascan/config.hpp>
+#include <parascan/inputs.hpp>
+#include <parascan/layout.hpp>
+#include <parascan/options.hpp>
+
+namespace parascan::ops {
+
+/// The affine map x -> W x + b.
+template <class S, int N>
+struct affine_state {
+  Eigen::Matrix<S, N, N> W;
+  Eigen::Matrix<S, N, 1> b;
+};
+
+/// The operator of x[t] = W[t] x[t-1] + b[t] over N x N matrices of S.
+template <class S, int N>
+struct affine_recurrence {
+  static_assert(N >= 1, "affine_recurrence: N is a fixed size >= 1");
+  using matrix = Eigen::Matrix<S, N, N>;
+  using vector = Eigen::Matrix<S, N, 1>;
+  using value_type = affine_state<S, N>;
+
+  PARASCAN_HD value_type identity() const { return {matrix::Identity(), vector::Zero()}; }
+  /// earlier first, then later: (W2 W1, W2 b1 + b2).
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return {later.W * earlier.W, later.W * earlier.b + later.b};
+  }
+  /// One step from W[t] and b[t] (any N x N and N x 1 Eigen matrices; cast to S).
+  template <class MW, class VB>
+  PARASCAN_HD value_type lift(const Eigen::MatrixBase<MW>& W, const Eigen::MatrixBase<VB>& b) const {
+    static_assert(MW::RowsAtCompileTime == N && MW::ColsAtCompileTime == N, "affine_recurrence: W must be N x N");
+    static_assert(VB::RowsAtCompileTime == N && VB::ColsAtCompileTime == 1, "affine_recurrence: b must be N x 1");
+    return {W.template cast<S>(), b.template cast<S>()};
+  }
+  PARASCAN_HD vector project(const value_type& s) const { return s.b; }
+  /// The state whose output is x0: the constant map to x0 (W = I keeps later products right).
+  PARASCAN_HD value_type seed(const vector& x0) const { return {matrix::Identity(), x0}; }
+};
+
+/// The operator for W stored as the Eigen matrix type M.
+template <class M>
+using affine_recurrence_for = affine_recurrence<typename std::remove_cv_t<M>::Scalar, std::remove_cv_t<M>::RowsAtCompileTime>;
+
+}  // namespace parascan::ops
+
+namespace parascan {
+
+/// x[t] = W[t] x[t-1] + b[t] for every sequence; x[-1] = opts.initial (or 0). W, b and x are views of
+/// Eigen fixed-size matrices (N x N, N x 1, N x 1) of one shape. opts.initial / opts.final hold one
+/// Eigen::Matrix<S, N, 1> per sequence. `exec` is parascan::host{...} or parascan::cuda{...}.
+template <class Exec, class MW, class VB, class VX>
+void affine_recurrence(const Exec& exec, const sequences<MW>& W, const sequences<VB>& b, const sequences<VX>& x,
+                       const options<typename ops::affine_recurrence_for<MW>::vector>& opts = {}) {
+  prefix_scan(exec, ops::affine_recurrence_for<MW>{}, parascan::inputs(W, b), x, opts);
+}
+
+}  // namespace parascan
