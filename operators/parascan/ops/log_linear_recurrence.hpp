@@ -1,0 +1,172 @@
+// Log-space linear recurrence x[t] = a[t] x[t-1] + b[t], numerically stable over any dynamic range, for
+// positive and for signed a, b. Magnitudes are kept as logs and signs explicitly (as +-1), with no complex
+// logarithms (Heinsen's method takes log of negative numbers as complex values, and computes
+// x[t] = exp(A*[t] + log cumsum exp(log b - A*)) from A* = cumsum(log a), which loses everything once
+// A* spans more than the float range; here each combine only ever adds logs of factors that meet).
+//
+// Math: the affine-map composition of linear_recurrence.hpp, (a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2),
+// with every number as (log|v|, sign v): products add logs and multiply signs; the sum a2 b1 + b2 is a
+// signed logaddexp: max + log1p(exp(-|d|)) for equal signs, max + log(1 - exp(-|d|)) (computed
+// accurately on both sides of |d| = log 2) for opposite ones.
+//
+// Two operators:
+//   log_linear_recurrence<S>: a, b > 0. Inputs log a, log b -> lift(log_a, log_b); state (log A, log B);
+//       output log x (an S). seed(log x0). Zeros are -inf: log_a = -inf resets, log_b = -inf adds nothing.
+//   signed_log_linear_recurrence<S>: any signs. Inputs either
+//       lift(log_a, b):                        a > 0 as log a, b as its value (the SSM case: a decay
+//                                              given in log space, signed tokens), or
+//       lift(log_a, sign_a, log_b, sign_b):    the general case; a sign input is negative for a
+//                                              negative number (-1, or any value < 0), else positive.
+//       State (a, b) of signed_log<S>; output x as signed_log<S>{log|x|, sign x}, which a user of log
+//       space keeps (x itself may be far outside the float range). An output view of S instead receives
+//       x = sign * exp(log|x|) itself (signed_log converts explicitly), overflowing to +-inf beyond range.
+//
+// Special values: zero is {-inf, +1}. Exact cancellation (b terms of opposite signs and equal magnitude)
+// gives zero = {-inf, +1}, never NaN; 0 + 0 = 0. NaN inputs propagate. log a = +inf (an infinite factor)
+// times a zero gives NaN, as in linear arithmetic.
+//
+// Precision: every log-value rounds to an ulp of its own size, so the relative error of x is about
+// eps * max(1, |log x|) per step; cancellation loses what it loses in any arithmetic (the error is
+// relative to |a x| + |b|, not to |x|). S is fp32 for bf16/fp16 inputs (ops/accumulator.hpp).
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include <parascan/config.hpp>
+#include <parascan/inputs.hpp>
+#include <parascan/layout.hpp>
+#include <parascan/options.hpp>
+
+#include "accumulator.hpp"
+#include "logsumexp.hpp"
+
+namespace parascan::ops {
+
+/// A real number as sign and log-magnitude: value = sign * exp(log_abs), sign = +1 or -1; zero is
+/// {-inf, +1}.
+template <class S>
+struct signed_log {
+  S log_abs;
+  S sign;
+  /// The number itself (+-inf when exp overflows, 0 when it underflows).
+  PARASCAN_HD explicit operator S() const { return sign * std::exp(log_abs); }
+};
+
+/// The signed_log of a value v (log 0 = -inf).
+template <class S>
+PARASCAN_HD PARASCAN_INLINE signed_log<S> to_signed_log(S v) {
+  return {std::log(std::fabs(v)), v < S(0) ? S(-1) : S(1)};
+}
+
+/// x + y for signed logs: -inf safe, exact cancellation to zero, NaN propagating.
+template <class S>
+PARASCAN_HD PARASCAN_INLINE signed_log<S> signed_logaddexp(const signed_log<S>& x, const signed_log<S>& y) {
+  constexpr S inf = std::numeric_limits<S>::infinity();
+  if (x.log_abs != x.log_abs) return x;
+  if (y.log_abs != y.log_abs) return y;
+  const bool x_big = x.log_abs >= y.log_abs;
+  const signed_log<S>& hi = x_big ? x : y;
+  const signed_log<S>& lo = x_big ? y : x;
+  if (hi.log_abs == -inf) return {-inf, S(1)};  // 0 + 0 (and -inf - -inf would be NaN)
+  if (hi.log_abs == inf)                        // inf + finite; inf - inf is NaN
+    return lo.log_abs == inf && lo.sign != hi.sign ? signed_log<S>{std::numeric_limits<S>::quiet_NaN(), S(1)} : hi;
+  const S d = lo.log_abs - hi.log_abs;  // in [-inf, 0]
+  if (hi.sign == lo.sign) return {hi.log_abs + std::log1p(std::exp(d)), hi.sign};
+  if (d == S(0)) return {-inf, S(1)};  // exact cancellation: zero, not log(0) - ... = NaN
+  // log(1 - e^d): expm1 is accurate near d = 0, log1p far from it (Maechler's log1mexp).
+  const S log1m = d > S(-0.693147180559945309) ? std::log(-std::expm1(d)) : std::log1p(-std::exp(d));
+  return {hi.log_abs + log1m, hi.sign};
+}
+
+/// The map x -> A x + B with A, B > 0, as logs.
+template <class S>
+struct log_linear_state {
+  S log_a;
+  S log_b;
+};
+
+/// x[t] = a[t] x[t-1] + b[t] for a, b > 0, in log space: inputs log a, log b; output log x.
+template <class S>
+struct log_linear_recurrence {
+  using value_type = log_linear_state<S>;
+
+  PARASCAN_HD value_type identity() const { return {S(0), -std::numeric_limits<S>::infinity()}; }
+  /// earlier first, then later: (log a1 + log a2, logaddexp(log a2 + log b1, log b2)).
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return {earlier.log_a + later.log_a, logaddexp(later.log_a + earlier.log_b, later.log_b)};
+  }
+  template <class LA, class LB>
+  PARASCAN_HD value_type lift(const LA& log_a, const LB& log_b) const {
+    return {to_accumulator<S>(log_a), to_accumulator<S>(log_b)};
+  }
+  PARASCAN_HD S project(const value_type& s) const { return s.log_b; }
+  PARASCAN_HD value_type seed(const S& log_x0) const { return {S(0), log_x0}; }
+};
+
+/// The map x -> A x + B with signed A, B, as signed logs.
+template <class S>
+struct signed_log_linear_state {
+  signed_log<S> a;
+  signed_log<S> b;
+};
+
+/// x[t] = a[t] x[t-1] + b[t] for any signs, in log space; output x as signed_log<S>.
+template <class S>
+struct signed_log_linear_recurrence {
+  using value_type = signed_log_linear_state<S>;
+
+  PARASCAN_HD value_type identity() const { return {{S(0), S(1)}, {-std::numeric_limits<S>::infinity(), S(1)}}; }
+  /// earlier first, then later: (a1 a2, a2 b1 + b2).
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    const signed_log<S> a2b1{later.a.log_abs + earlier.b.log_abs, later.a.sign * earlier.b.sign};
+    return {{earlier.a.log_abs + later.a.log_abs, earlier.a.sign * later.a.sign}, signed_logaddexp(a2b1, later.b)};
+  }
+  /// a > 0 given as log a; b given as its (signed) value.
+  template <class LA, class B>
+  PARASCAN_HD value_type lift(const LA& log_a, const B& b) const {
+    return {{to_accumulator<S>(log_a), S(1)}, to_signed_log(to_accumulator<S>(b))};
+  }
+  /// Both as log-magnitude and sign (a sign < 0 means negative).
+  template <class LA, class SA, class LB, class SB>
+  PARASCAN_HD value_type lift(const LA& log_a, const SA& sign_a, const LB& log_b, const SB& sign_b) const {
+    return {{to_accumulator<S>(log_a), to_accumulator<S>(sign_a) < S(0) ? S(-1) : S(1)},
+            {to_accumulator<S>(log_b), to_accumulator<S>(sign_b) < S(0) ? S(-1) : S(1)}};
+  }
+  PARASCAN_HD signed_log<S> project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(const signed_log<S>& x0) const { return {{S(0), S(1)}, x0}; }
+};
+
+}  // namespace parascan::ops
+
+namespace parascan {
+
+/// log x[t] for x[t] = a[t] x[t-1] + b[t] with a, b > 0 given as log_a, log_b; x[-1] = exp(opts.initial)
+/// (log-values; default: x[-1] = 0). Views of one shape; log_x may be a storage type.
+template <class Exec, class LA, class LB, class Y>
+void log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const sequences<LB>& log_b,
+                           const sequences<Y>& log_x, const options<ops::common_accumulator_t<LA, LB>>& opts = {}) {
+  prefix_scan(exec, ops::log_linear_recurrence<ops::common_accumulator_t<LA, LB>>{}, parascan::inputs(log_a, log_b),
+              log_x, opts);
+}
+
+/// x[t] = a[t] x[t-1] + b[t] with a > 0 given as log_a and b as its signed value; x is written as
+/// signed_log<S> (or as S itself when `x` is a view of S). initial/final are signed_log<S>.
+template <class Exec, class LA, class B, class Y>
+void signed_log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const sequences<B>& b,
+                                  const sequences<Y>& x,
+                                  const options<ops::signed_log<ops::common_accumulator_t<LA, B>>>& opts = {}) {
+  prefix_scan(exec, ops::signed_log_linear_recurrence<ops::common_accumulator_t<LA, B>>{}, parascan::inputs(log_a, b),
+              x, opts);
+}
+
+/// x[t] = a[t] x[t-1] + b[t] with a and b given as log-magnitudes and signs (a sign < 0 is negative).
+template <class Exec, class LA, class SA, class LB, class SB, class Y>
+void signed_log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const sequences<SA>& sign_a,
+                                  const sequences<LB>& log_b, const sequences<SB>& sign_b, const sequences<Y>& x,
+                                  const options<ops::signed_log<ops::common_accumulator_t<LA, LB>>>& opts = {}) {
+  prefix_scan(exec, ops::signed_log_linear_recurrence<ops::common_accumulator_t<LA, LB>>{},
+              parascan::inputs(log_a, sign_a, log_b, sign_b), x, opts);
+}
+
+}  // namespace parascan
