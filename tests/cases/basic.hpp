@@ -68,3 +68,25 @@ TEST_CASE("product of values near one") {
       parascan::ops::product<double>{}, [] { return ptest::uniform(0.999, 1.001); }, 1.0,
       [](double c, double x) { return c * x; }, 1.2e-16);
 }
+
+TEST_CASE("cumsum, cumprod, cummax, cummin wrappers") {
+  const index_t T = 5000;
+  ptest::buffer<ptest::bf16> x(T);
+  ptest::buffer<float> y(T);
+  ptest::fill(x, [] { return ptest::bf16(float(ptest::uniform(0.999, 1.001))); });
+  const auto in = parascan::single(x.data(), T);
+  const auto out = parascan::single(y.data(), T);
+  const auto check = [&](auto&& scan, double start, auto combine, double tol) {
+    scan(ptest::exec(), in, out, parascan::options<float>{});
+    y.download();
+    ptest::error_meter err;
+    double c = start;
+    for (index_t t = 0; t < T; ++t) err.add(y.host[t], c = combine(c, double(float(x.host[t]))));
+    CHECK(err.relative() <= tol);
+  };
+  const double tol = 6e-8 * (8 + 2 * std::sqrt(double(T)));  // fp32 accumulation of bf16 inputs
+  check([](auto&&... a) { parascan::cumsum(a...); }, 0.0, [](double c, double v) { return c + v; }, tol);
+  check([](auto&&... a) { parascan::cumprod(a...); }, 1.0, [](double c, double v) { return c * v; }, tol);
+  check([](auto&&... a) { parascan::cummax(a...); }, -INFINITY, [](double c, double v) { return std::max(c, v); }, 0.0);
+  check([](auto&&... a) { parascan::cummin(a...); }, INFINITY, [](double c, double v) { return std::min(c, v); }, 0.0);
+}

@@ -1,9 +1,15 @@
-// Basic operators: sum, product, max, min over one arithmetic type T (accumulating in Acc).
+// Basic operators: sum, product, max, min over one arithmetic type T (accumulating in Acc), and their
+// named wrappers cumsum, cumprod, cummax, cummin (state in accumulator_t<T>: fp32 for bf16/fp16).
 #pragma once
 
 #include <limits>
+#include <type_traits>
 
 #include <parascan/config.hpp>
+#include <parascan/layout.hpp>
+#include <parascan/options.hpp>
+
+#include "accumulator.hpp"
 
 namespace parascan::ops {
 
@@ -54,3 +60,30 @@ struct min {
 };
 
 }  // namespace parascan::ops
+
+namespace parascan {
+
+/// Running sum, product, max, min of every sequence of `in` into `out` (same shape; `out` may be a
+/// storage type, rounded once per step). initial/final values are in accumulator_t<T>.
+template <class Exec, class T, class Y>
+void cumsum(const Exec& exec, const sequences<T>& in, const sequences<Y>& out,
+            const options<ops::accumulator_t<T>>& opts = {}) {
+  prefix_scan(exec, ops::sum<std::remove_const_t<T>, ops::accumulator_t<T>>{}, in, out, opts);
+}
+template <class Exec, class T, class Y>
+void cumprod(const Exec& exec, const sequences<T>& in, const sequences<Y>& out,
+             const options<ops::accumulator_t<T>>& opts = {}) {
+  prefix_scan(exec, ops::product<std::remove_const_t<T>, ops::accumulator_t<T>>{}, in, out, opts);
+}
+template <class Exec, class T, class Y>
+void cummax(const Exec& exec, const sequences<T>& in, const sequences<Y>& out,
+            const options<ops::accumulator_t<T>>& opts = {}) {
+  prefix_scan(exec, ops::max<std::remove_const_t<T>, ops::accumulator_t<T>>{}, in, out, opts);
+}
+template <class Exec, class T, class Y>
+void cummin(const Exec& exec, const sequences<T>& in, const sequences<Y>& out,
+            const options<ops::accumulator_t<T>>& opts = {}) {
+  prefix_scan(exec, ops::min<std::remove_const_t<T>, ops::accumulator_t<T>>{}, in, out, opts);
+}
+
+}  // namespace parascan
