@@ -1,0 +1,182 @@
+// CUDA benchmark: the engine against a copy kernel and CUB with the same operator, in one run.
+// CUDA events, median of many runs after warm-up, L2 flushed (a 256 MiB memset) before each run.
+// Effective GB/s counts the fewest bytes the scan must move: each input read once, each output written once.
+//   parascan_bench_cuda [--quick]
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <parascan/cuda.cuh>
+#include <parascan/parascan.hpp>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+template <class T>
+struct device_array {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit device_array(std::size_t count) : n(count) { check(cudaMalloc(&p, std::max<std::size_t>(1, n) * sizeof(T)), "cudaMalloc"); }
+  ~device_array() { cudaFree(p); }
+  device_array(const device_array&) = delete;
+};
+
+/// Uniform floats in [lo, hi): random data, never zeros.
+__global__ void fill_uniform(float* x, std::size_t n, float lo, float hi, unsigned seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+    x[i] = lo + (hi - lo) * float(h & 0xffffff) / float(0x1000000);
+  }
+}
+
+__global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n4) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+struct timer {
+  device_array<char> flush{std::size_t(256) << 20};
+  cudaEvent_t start, stop;
+  timer() { cudaEventCreate(&start), cudaEventCreate(&stop); }
+  /// Median milliseconds of `runs` timed calls after `warmup` untimed ones, L2 flushed before each.
+  double median_ms(const std::function<void()>& f, int warmup = 3, int runs = 20) {
+    for (int i = 0; i < warmup; ++i) f();
+    std::vector<float> ms;
+    for (int i = 0; i < runs; ++i) {
+      check(cudaMemsetAsync(flush.p, i, flush.n), "flush");
+      cudaEventRecord(start);
+      f();
+      cudaEventRecord(stop);
+      check(cudaEventSynchronize(stop), "run");
+      float t = 0;
+      cudaEventElapsedTime(&t, start, stop);
+      ms.push_back(t);
+    }
+    check(cudaGetLastError(), "kernel");
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    return ms[ms.size() / 2];
+  }
+};
+
+/// x[t] = a[t] x[t-1] + b[t]: the pair (a, b) with (a1, b1) then (a2, b2) = (a1 a2, a2 b1 + b2).
+struct pair_op {
+  using value_type = float2;
+  __host__ __device__ float2 identity() const { return {1.f, 0.f}; }
+  __host__ __device__ float2 operator()(const float2& e, const float2& l) const { return {e.x * l.x, l.x * e.y + l.y}; }
+  __host__ __device__ float2 lift(float a, float b) const { return {a, b}; }
+  __host__ __device__ float project(const float2& s) const { return s.y; }
+};
+struct pair_scan_op {  // CUB's operator on stored pairs
+  __host__ __device__ float2 operator()(const float2& e, const float2& l) const { return {e.x * l.x, l.x * e.y + l.y}; }
+};
+__global__ void interleave(const float* a, const float* b, float2* ab, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    ab[i] = {a[i], b[i]};
+}
+
+struct row {
+  std::string name;
+  double ms, gbs;
+};
+std::vector<row> rows;
+double copy_gbs = 0;
+
+void report(const std::string& name, double ms, double bytes) {
+  const double gbs = bytes / ms / 1e6;
+  rows.push_back({name, ms, gbs});
+  std::printf("%-58s %9.3f ms %8.1f GB/s %5.1f%% of copy\n", name.c_str(), ms, gbs, 100 * gbs / copy_gbs);
+  std::fflush(stdout);
+}
+
+void bench_linear_recurrence(timer& tm, long B, long D, long T, bool btd) {
+  const std::size_t n = std::size_t(B) * D * T;
+  device_array<float> a(n), b(n), x(n);
+  fill_uniform<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 1);
+  fill_uniform<<<1024, 256>>>(b.p, n, -1.f, 1.f, 2);
+  const auto view = [&](float* p) { return btd ? parascan::btd(p, B, T, D) : parascan::bdt(p, B, D, T); };
+  const double ms = tm.median_ms([&] {
+    parascan::prefix_scan(parascan::cuda{}, pair_op{}, parascan::inputs(view(a.p), view(b.p)), view(x.p));
+  });
+  char name[128];
+  std::snprintf(name, sizeof name, "linear_recurrence fp32 (%ld,%ld,%ld) %s", B, D, T, btd ? "btd" : "bdt");
+  report(name, ms, 12.0 * n);
+
+  if (btd) return;
+  // Baseline: CUB's segmented form (scan by key, one key per sequence) over interleaved pairs.
+  device_array<float2> ab(n), out(n);
+  device_array<int> keys(n);
+  interleave<<<1024, 256>>>(a.p, b.p, ab.p, n);
+  std::vector<int> hk(n);
+  for (std::size_t i = 0; i < n; ++i) hk[i] = int(i / T);
+  check(cudaMemcpy(keys.p, hk.data(), n * sizeof(int), cudaMemcpyHostToDevice), "keys");
+  std::size_t temp_bytes = 0;
+  cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, keys.p, ab.p, out.p, pair_scan_op{}, n);
+  device_array<char> temp(temp_bytes);
+  const double cub_ms = tm.median_ms([&] {
+    cub::DeviceScan::InclusiveScanByKey(temp.p, temp_bytes, keys.p, ab.p, out.p, pair_scan_op{}, n);
+  });
+  std::snprintf(name, sizeof name, "  baseline CUB InclusiveScanByKey pairs (%ld,%ld,%ld)", B, D, T);
+  report(name, cub_ms, 12.0 * n);  // same useful bytes as the scan above
+}
+
+void bench_single_sequence(timer& tm, long T) {
+  const std::size_t n = std::size_t(T);
+  device_array<float> a(n), b(n), x(n);
+  fill_uniform<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 3);
+  fill_uniform<<<1024, 256>>>(b.p, n, -1.f, 1.f, 4);
+  const double ms = tm.median_ms([&] {
+    parascan::prefix_scan(parascan::cuda{}, pair_op{}, parascan::inputs(parascan::single(a.p, T), parascan::single(b.p, T)),
+                          parascan::single(x.p, T));
+  });
+  char name[128];
+  std::snprintf(name, sizeof name, "linear_recurrence fp32 single T=%ld", T);
+  report(name, ms, 12.0 * n);
+
+  device_array<float2> ab(n), out(n);
+  interleave<<<1024, 256>>>(a.p, b.p, ab.p, n);
+  std::size_t temp_bytes = 0;
+  cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, ab.p, out.p, pair_scan_op{}, int(n));
+  device_array<char> temp(temp_bytes);
+  const double cub_ms = tm.median_ms([&] {
+    cub::DeviceScan::InclusiveScan(temp.p, temp_bytes, ab.p, out.p, pair_scan_op{}, int(n));
+  });
+  std::snprintf(name, sizeof name, "  baseline CUB InclusiveScan pairs single T=%ld", T);
+  report(name, cub_ms, 12.0 * n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "device");
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  timer tm;
+  {
+    const std::size_t n4 = std::size_t(1) << 28;  // 4 GiB read + 4 GiB written
+    device_array<float4> in(n4), out(n4);
+    fill_uniform<<<1024, 256>>>(reinterpret_cast<float*>(in.p), n4 * 4, 0.f, 1.f, 5);
+    const double ms = tm.median_ms([&] { copy_kernel<<<prop.multiProcessorCount * 8, 256>>>(in.p, out.p, n4); }, 2, 10);
+    copy_gbs = 2.0 * n4 * sizeof(float4) / ms / 1e6;
+    std::printf("%-58s %9.3f ms %8.1f GB/s (read + write)\n", "copy kernel 8 GiB", ms, copy_gbs);
+  }
+  bench_linear_recurrence(tm, 8, 1536, 4096, false);
+  bench_linear_recurrence(tm, 8, 1536, 4096, true);
+  if (!quick) {
+    bench_linear_recurrence(tm, 8, 1536, 65536, false);
+    bench_single_sequence(tm, long(1) << 26);
+  }
+  return 0;
+}

@@ -1,0 +1,158 @@
+// GPU tests of the engine's strategies with explicit policies: block and warp groups with odd item
+// counts, the sequential (thread) group, the multi-block split, and states that shuffle (<= 16 bytes)
+// or go through shared memory (larger), all on a non-commutative operator (K x K matrix products) so
+// that any order error shows, against an fp64 sequential reference.
+#include "support/backend_cuda.cuh"
+#include "support/harness.hpp"
+
+#include <Eigen/Dense>
+
+namespace {
+
+using ptest::index_t;
+
+/// K x K row-major matrices; the scan multiplies later on the left: P_t = M_t ... M_1 M_0.
+template <int K>
+struct mat {
+  float v[K * K];
+};
+
+template <int K>
+struct matmul_op {
+  using value_type = mat<K>;
+  PARASCAN_HD value_type identity() const {
+    value_type m{};
+    for (int i = 0; i < K; ++i) m.v[i * K + i] = 1.0f;
+    return m;
+  }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    value_type r{};
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < K; ++j) {
+        float acc = 0;
+        for (int k = 0; k < K; ++k) acc += later.v[i * K + k] * earlier.v[k * K + j];
+        r.v[i * K + j] = acc;
+      }
+    return r;
+  }
+};
+
+template <int K>
+using ref_mat = Eigen::Matrix<double, K, K, Eigen::RowMajor>;
+
+template <int K>
+ref_mat<K> to_ref(const mat<K>& m) {
+  return Eigen::Map<const Eigen::Matrix<float, K, K, Eigen::RowMajor>>(m.v).template cast<double>();
+}
+
+/// Random orthogonal matrices (Cayley transform of a random skew-symmetric one): long products stay
+/// well-conditioned, so the fp32 error grows like sqrt(T) and a wrong order shows as an O(1) error.
+template <int K>
+mat<K> make_orthogonal() {
+  ref_mat<K> a = ref_mat<K>::Zero();
+  for (int i = 0; i < K; ++i)
+    for (int j = i + 1; j < K; ++j) a(i, j) = 0.5 * ptest::normal(), a(j, i) = -a(i, j);
+  const ref_mat<K> id = ref_mat<K>::Identity();
+  const ref_mat<K> q = (id - a).inverse() * (id + a);
+  mat<K> m{};
+  Eigen::Map<Eigen::Matrix<float, K, K, Eigen::RowMajor>>(m.v) = q.template cast<float>();
+  return m;
+}
+
+/// A random pick from a pool of fresh random orthogonal matrices (inverting one per element is slow).
+template <int K>
+mat<K> random_mat() {
+  static std::vector<mat<K>> pool;
+  if (pool.empty())
+    for (int i = 0; i < 4096; ++i) pool.push_back(make_orthogonal<K>());
+  return pool[std::size_t(ptest::uniform(0, double(pool.size())))];
+}
+
+/// Layouts x a spread of lengths x four option combinations (every option on, each in two of them).
+template <class F>
+void for_each_engine_config(F&& f) {
+  const std::vector<ptest::scan_flags> flags = {
+      {false, false, false, false}, {true, true, true, true}, {false, true, false, true}, {true, false, true, false}};
+  for (auto kind : ptest::all_layouts())
+    for (index_t T : {0, 1, 2, 31, 33, 257, 1000, 4097, 40009})
+      for (const auto& fl : flags) {
+        const auto sh = ptest::shape::make(kind, T);
+        INFO("cuda " << sh.describe() << " " << ptest::describe(fl));
+        f(sh, fl);
+      }
+}
+
+template <class Policy, int K>
+void check_strategy(bool reduce) {
+  using M = mat<K>;
+  const matmul_op<K> op;
+  for_each_engine_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<M> x(sh.elements()), y(sh.elements()), init(sh.count()), fin(sh.count());
+    ptest::fill(x, random_mat<K>);
+    ptest::fill(init, random_mat<K>);
+    M nan_mat;
+    for (auto& e : nan_mat.v) e = NAN;
+    ptest::fill(y, [&] { return nan_mat; });
+    ptest::fill(fin, [&] { return nan_mat; });
+    parascan::options<M> opts;
+    opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    if (reduce) {
+      parascan::reduce_scan<Policy>(ptest::exec(), op, sh.view(x.data(), offs.get(sh)), fin.data(), opts);
+    } else {
+      opts.exclusive = f.exclusive;
+      opts.final = f.with_final ? fin.data() : nullptr;
+      parascan::prefix_scan<Policy>(ptest::exec(), op, sh.view(x.data(), offs.get(sh)),
+                                    sh.view(y.data(), offs.get(sh)), opts);
+    }
+    y.download();
+    fin.download();
+
+    ptest::error_meter err;
+    const auto add = [&](const M& got, const ref_mat<K>& ref) {
+      for (int i = 0; i < K * K; ++i) err.add(got.v[i], ref(i / K, i % K));
+    };
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = sh.view(x.host.data(), sh.packed() ? sh.offsets.data() : nullptr).length_of(s);
+      const ref_mat<K> start = f.with_initial ? to_ref<K>(init.host[s]) : ref_mat<K>::Identity();
+      const ref_mat<K> total = ptest::reference_scan(
+          n, f.exclusive && !reduce, f.reverse, start,
+          [&](const ref_mat<K>& c, index_t t) -> ref_mat<K> { return to_ref<K>(ptest::host_at(x.host, sh, s, t)) * c; },
+          [&](index_t t, const ref_mat<K>& c) {
+            if (!reduce) add(ptest::host_at(y.host, sh, s, t), c);
+          });
+      if (reduce || f.with_final) add(fin.host[s], total);
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(sh.T))) * K);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("block and warp groups, odd items, 2x2 states (shuffled)") {
+  check_strategy<parascan::cuda_policy<64, 3>, 2>(false);
+  check_strategy<parascan::cuda_policy<96, 1>, 2>(true);
+}
+
+TEST_CASE("block group only, with the multi-block split on long sequences") {
+  check_strategy<parascan::cuda_policy<128, 2, parascan::combine_variant::block>, 2>(false);
+  check_strategy<parascan::cuda_policy<128, 2, parascan::combine_variant::block>, 2>(true);
+}
+
+TEST_CASE("3x3 states go through shared memory") {
+  check_strategy<parascan::cuda_policy<64, 2>, 3>(false);
+  check_strategy<parascan::cuda_policy<64, 2>, 3>(true);
+}
+
+TEST_CASE("sequential group, split into segments") {
+  check_strategy<parascan::cuda_policy<64, 1, parascan::combine_variant::sequential>, 2>(false);
+  check_strategy<parascan::cuda_policy<64, 1, parascan::combine_variant::sequential>, 6>(false);
+  check_strategy<parascan::cuda_policy<64, 1, parascan::combine_variant::sequential>, 6>(true);
+}
+
+TEST_CASE("default policies for 2x2, 4x4 and 6x6 states") {
+  check_strategy<parascan::use_default_policy, 2>(false);
+  check_strategy<parascan::use_default_policy, 4>(false);
+  check_strategy<parascan::use_default_policy, 6>(false);
+}
