@@ -7,9 +7,18 @@
 //     PARASCAN_HD value_type lift(X0 x0, X1 x1, ...) const;  // optional: one element of each input -> state
 //     PARASCAN_HD Y project(value_type s) const;            // optional: what is written per step
 //     PARASCAN_HD value_type seed(Y y) const;               // optional: a state that acts like output y
+//     PARASCAN_HD value_type step(value_type carry, value_type x) const;  // optional: sequential fast path
 //   };
 //
-// Defaults: a single input element converts to the state; project and seed are the identity map.
+// Defaults: a single input element converts to the state; project and seed are the identity map; step is
+// operator().
+//
+// step(carry, x) is for loops that walk a sequence one element at a time and only ever project their
+// carry or step it further (never combine it with another state): it must give the same project() as
+// operator()(carry, x), also after any number of further steps, and may leave the rest of the state
+// stale. The linear recurrence's step, {carry.a, x.a * carry.b + x.b}, skips the running product of the
+// gates, which costs a multiply per element and, on CPUs, slow subnormal arithmetic once that product
+// underflows (it sticks at the smallest subnormal for gates in (0.5, 1)).
 #pragma once
 
 #include <type_traits>
@@ -55,6 +64,13 @@ template <class Op, class Y, class = void>
 struct has_seed : std::false_type {};
 template <class Op, class Y>
 struct has_seed<Op, Y, std::void_t<decltype(std::declval<const Op&>().seed(std::declval<const Y&>()))>>
+    : std::true_type {};
+
+template <class Op, class S, class = void>
+struct has_step : std::false_type {};
+template <class Op, class S>
+struct has_step<Op, S, std::void_t<decltype(std::declval<const Op&>().step(std::declval<const S&>(),
+                                                                           std::declval<const S&>()))>>
     : std::true_type {};
 
 }  // namespace detail
@@ -112,6 +128,17 @@ PARASCAN_HD PARASCAN_INLINE auto project(const Op& op, const state_t<Op>& s) {
     return op.project(s);
   } else {
     return s;
+  }
+}
+
+/// One step of a sequential loop whose carry is only projected or stepped further: `op.step(carry, x)`
+/// when the operator has it, else `op(carry, x)`.
+template <class Op>
+PARASCAN_HD PARASCAN_INLINE state_t<Op> step(const Op& op, const state_t<Op>& carry, const state_t<Op>& x) {
+  if constexpr (detail::has_step<Op, state_t<Op>>::value) {
+    return op.step(carry, x);
+  } else {
+    return op(carry, x);
   }
 }
 
