@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the GPU test suite on a CUDA machine, then compute-sanitizer (memcheck, racecheck) on
 # it, then the CUDA benchmark. Usage: tests/gpu_check.sh [build-dir] [ctest -R regex] [bench args]
+# SANITIZE=regex limits the sanitizer runs to matching test executables (SANITIZE=none skips them).
 # With dependencies staged in .deps (../shared/device/stage-deps.sh) they are found there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ cmake --build "$build" -j"$(nproc)" --target $targets parascan_bench_cuda >"$out
 echo "== GPU tests"
 ctest --test-dir "$build" -L gpu -R "$filter" --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -40
 echo "== compute-sanitizer"
-for t in $targets; do
+for t in $(echo "$targets" | grep -E "${SANITIZE:-.}" || true); do
   for tool in memcheck racecheck; do
     printf '%-40s %-10s ' "$t" "$tool"
     compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/tests/$t" >"$out/sanitizer-$t-$tool.log" 2>&1 && echo ok ||

@@ -56,13 +56,15 @@ std::pair<Pack, Pack> stage_inputs(const Pack& in, staged_offsets& staged) {
   return {on_host, on_device};
 }
 
-/// Longest sequence of a (host-offsets) view.
+/// What dispatch needs to know of a (host-offsets) view.
 template <class T>
-index_t max_length(const sequences<T>& v) {
-  if (!v.packed()) return v.length;
-  index_t longest = 0;
-  for (index_t i = 0; i < v.extent[0]; ++i) longest = std::max(longest, v.offsets[i + 1] - v.offsets[i]);
-  return longest;
+engine::batch_shape shape_of(const sequences<T>& v) {
+  index_t longest = v.length;
+  if (v.packed()) {
+    longest = 0;
+    for (index_t i = 0; i < v.extent[0]; ++i) longest = std::max(longest, v.offsets[i + 1] - v.offsets[i]);
+  }
+  return {v.count(), longest, v.time_stride != 1 && v.stride[1] == 1 && v.extent[1] > 1};
 }
 
 }  // namespace detail
@@ -90,7 +92,7 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const sequenc
 
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, Out> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
-  engine::run<policy, true>(args, detail::max_length(out_host), alloc, exec.stream);
+  engine::run<policy, true>(args, detail::shape_of(out_host), alloc, exec.stream);
 }
 
 /// Totals of every sequence on the GPU: result[s] (device memory, one per sequence); see host.hpp.
@@ -114,7 +116,7 @@ void reduce_scan(const cuda& exec, const Op& op, const In& inputs, output_t<Op>*
 
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_t<Op>> args{
       op, in_device, {}, opts.initial, result, nullptr, count, 1, 0, opts.reverse, false};
-  engine::run<policy, false>(args, detail::max_length(in_host.head), alloc, exec.stream);
+  engine::run<policy, false>(args, detail::shape_of(in_host.head), alloc, exec.stream);
 }
 
 }  // namespace parascan

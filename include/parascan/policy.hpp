@@ -33,8 +33,10 @@ struct host_policy {
 enum class combine_variant { automatic, block, sequential };
 
 /// CUDA engine tuning. Threads: threads per block; Items: consecutive steps each thread combines in
-/// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps).
-template <int Threads, int Items, combine_variant Combine = combine_variant::automatic>
+/// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps);
+/// MinBlocks: blocks each multiprocessor must fit at once (caps registers per thread: memory-bound scans
+/// need many loads in flight, so small states ask for 1024 resident threads, i.e. <= 64 registers).
+template <int Threads, int Items, combine_variant Combine = combine_variant::automatic, int MinBlocks = 1>
 struct cuda_policy {
   static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024,
                 "cuda_policy: Threads must be a multiple of 32 in [32, 1024]");
@@ -43,6 +45,7 @@ struct cuda_policy {
   static constexpr int items = Items;
   static constexpr int tile = Threads * Items;
   static constexpr combine_variant combine = Combine;
+  static constexpr int min_blocks = MinBlocks;
 };
 
 /// How large an operator's state is, which drives the default tuning.
@@ -70,9 +73,9 @@ template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
-      family == state_family::scalar, cuda_policy<256, 16>,
+      family == state_family::scalar, cuda_policy<256, 16, combine_variant::automatic, 3>,
       std::conditional_t<
-          family == state_family::pair, cuda_policy<256, 8>,
+          family == state_family::pair, cuda_policy<256, 8, combine_variant::automatic, 3>,
           std::conditional_t<family == state_family::wide, cuda_policy<128, 4>,
                              std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<128, 2>,
                                                 cuda_policy<128, 1, combine_variant::sequential>>>>>;

@@ -70,20 +70,21 @@ mat<K> random_mat() {
 
 /// Layouts x a spread of lengths x four option combinations (every option on, each in two of them).
 template <class F>
-void for_each_engine_config(F&& f) {
+void for_each_engine_config(F&& f, index_t channels = 0) {
   const std::vector<ptest::scan_flags> flags = {
       {false, false, false, false}, {true, true, true, true}, {false, true, false, true}, {true, false, true, false}};
   for (auto kind : ptest::all_layouts())
     for (index_t T : {0, 1, 2, 31, 33, 257, 1000, 4097, 40009})
       for (const auto& fl : flags) {
-        const auto sh = ptest::shape::make(kind, T);
+        auto sh = ptest::shape::make(kind, T);
+        if (channels > 0 && kind != ptest::layout_kind::single) sh.n1 = channels;
         INFO("cuda " << sh.describe() << " " << ptest::describe(fl));
         f(sh, fl);
       }
 }
 
 template <class Policy, int K>
-void check_strategy(bool reduce) {
+void check_strategy(bool reduce, index_t channels = 0) {
   using M = mat<K>;
   const matmul_op<K> op;
   for_each_engine_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
@@ -125,7 +126,7 @@ void check_strategy(bool reduce) {
       if (reduce || f.with_final) add(fin.host[s], total);
     }
     CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(sh.T))) * K);
-  });
+  }, channels);
 }
 
 }  // namespace
@@ -155,4 +156,10 @@ TEST_CASE("default policies for 2x2, 4x4 and 6x6 states") {
   check_strategy<parascan::use_default_policy, 2>(false);
   check_strategy<parascan::use_default_policy, 4>(false);
   check_strategy<parascan::use_default_policy, 6>(false);
+}
+
+TEST_CASE("channel groups: lanes across >= 32 adjacent sequences (btd, strided, packed_td)") {
+  check_strategy<parascan::use_default_policy, 2>(false, 40);
+  check_strategy<parascan::use_default_policy, 2>(true, 33);
+  check_strategy<parascan::cuda_policy<64, 3>, 2>(false, 35);
 }

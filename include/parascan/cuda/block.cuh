@@ -4,8 +4,12 @@
 //   warp_group<T>   : each warp of a T-thread block on its own sequence (short sequences);
 //   thread_group<T> : each thread on its own segment, sequentially (large states, where parallel
 //                     combining costs more than it saves).
+//   channel_group<T>: a block on 32 sequences at once, lane = sequence, warps = consecutive stretches of
+//                     time (strided layouts whose adjacent sequences are adjacent in memory, (B, T, D)).
 // A group's exclusive_scan(op, thread_total, carry) returns each thread's prefix, carry included, and
-// advances `carry` (held identically by every thread) past the whole group's items.
+// advances `carry` (held identically by every thread of a sequence) past the whole group's items.
+// sequence_lane() says which of the group's sequences_per_group sequences a thread works on, and
+// loop_end(p1) the bound every thread of the group loops to (its sequences may differ in length).
 #pragma once
 
 #include "warp.cuh"
@@ -14,6 +18,11 @@ namespace parascan::engine {
 
 template <int THREADS>
 struct block_group {
+  static constexpr int block_threads = THREADS;
+  static constexpr int sequences_per_group = 1;
+  __device__ int sequence_lane() const { return 0; }
+  __device__ index_t loop_end(index_t p1) const { return p1; }
+  static constexpr bool warp_contiguous = true;  // a warp's lanes hold consecutive positions of one sequence
   static constexpr int warps = THREADS / warp_threads;
   static constexpr int groups_per_block = 1;
   static constexpr int threads = THREADS;
@@ -55,6 +64,11 @@ struct block_group {
 
 template <int THREADS>
 struct warp_group {
+  static constexpr int block_threads = THREADS;
+  static constexpr int sequences_per_group = 1;
+  __device__ int sequence_lane() const { return 0; }
+  __device__ index_t loop_end(index_t p1) const { return p1; }
+  static constexpr bool warp_contiguous = true;
   static constexpr int groups_per_block = THREADS / warp_threads;
   static constexpr int threads = warp_threads;
 
@@ -78,6 +92,11 @@ struct warp_group {
 
 template <int THREADS>
 struct thread_group {
+  static constexpr int block_threads = THREADS;
+  static constexpr int sequences_per_group = 1;
+  __device__ int sequence_lane() const { return 0; }
+  __device__ index_t loop_end(index_t p1) const { return p1; }
+  static constexpr bool warp_contiguous = false;
   static constexpr int groups_per_block = THREADS;
   static constexpr int threads = 1;
 
@@ -94,6 +113,56 @@ struct thread_group {
     carry = op(carry, thread_total);
     return prefix;
   }
+};
+
+template <int THREADS>
+struct channel_group {
+  static constexpr int block_threads = THREADS;
+  static constexpr bool warp_contiguous = false;
+  static constexpr int warps = THREADS / warp_threads;
+  static constexpr int groups_per_block = 1;
+  static constexpr int threads = warps;  // threads side by side in time, per sequence
+  static constexpr int sequences_per_group = warp_threads;
+
+  template <class S>
+  struct temp_storage {
+    S total[2][warps][warp_threads];  // double-buffered by tile parity, as in block_group
+  };
+
+  __device__ int rank() const { return int(threadIdx.x) / warp_threads; }
+  __device__ int group_in_block() const { return 0; }
+  __device__ int sequence_lane() const { return int(threadIdx.x) % warp_threads; }
+  /// The longest of the 32 sequences' bounds: every warp holds the same 32 sequences, so it is uniform.
+  __device__ index_t loop_end(index_t p1) const {
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) {
+      const index_t other = __shfl_xor_sync(full_mask, p1, d);
+      p1 = other > p1 ? other : p1;
+    }
+    return p1;
+  }
+
+  template <class Op>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
+                                                        state_t<Op>& carry, temp_storage<state_t<Op>>& temp) {
+    using S = state_t<Op>;
+    const int warp = rank(), lane = sequence_lane();
+    S(*totals)[warp_threads] = temp.total[parity_];
+    parity_ ^= 1;
+    totals[warp][lane] = thread_total;
+    __syncthreads();
+    S before = carry, total = carry;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+      if (w == warp) before = total;
+      total = op(total, totals[w][lane]);
+    }
+    carry = total;
+    return before;
+  }
+
+ private:
+  int parity_ = 0;
 };
 
 }  // namespace parascan::engine

@@ -43,33 +43,55 @@ struct segment_args {
   bool reverse, exclusive;
 };
 
-template <class Group, int ITEMS, pass PASS, class Op, class Pack, class Out>
-__global__ void __launch_bounds__(Group::groups_per_block * Group::threads)
+/// Shared memory per warp for staging contiguous inputs and outputs (0: this group does not stage).
+template <class Group, int ITEMS, class Pack, class Out>
+struct staging_plan;
+template <class Group, int ITEMS, class... T, class Out>
+struct staging_plan<Group, ITEMS, input_pack<T...>, Out> {
+  static constexpr int warps = Group::block_threads / warp_threads;
+  static constexpr std::size_t per_warp = staging_bytes<ITEMS, Out, T...>();
+  // Wide elements (matrices) gain little from the transpose and would crowd shared memory out.
+  static constexpr bool used = Group::warp_contiguous && per_warp * warps <= 24 * 1024;
+  static constexpr std::size_t bytes = used ? per_warp * warps : 16;
+};
+
+template <class Group, int ITEMS, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
+__global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
     segment_kernel(const segment_args<Op, Pack, Out> a) {
   using S = state_t<Op>;
   using temp_t = typename Group::template temp_storage<S>;
+  using staging_t = staging_plan<Group, ITEMS, Pack, Out>;
   // Raw storage: states with constructors (Eigen matrices) cannot be __shared__ variables themselves.
   __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
+  __shared__ alignas(16) unsigned char staging_space[staging_t::bytes];
   temp_t& temp = *reinterpret_cast<temp_t*>(temp_bytes);
+  unsigned char* staging =
+      staging_t::used ? staging_space + (threadIdx.x / warp_threads) * staging_t::per_warp : nullptr;
   Group group;
 
   const index_t item = index_t(blockIdx.x) * Group::groups_per_block + group.group_in_block();
-  if (item >= a.count * a.splits) return;  // a whole group leaves together
-  const index_t s = item / a.splits, j = item - s * a.splits;
-  const index_t n = a.in.head.length_of(s);
-  const index_t p0 = j * a.segment, p1 = a.splits == 1 ? n : min(n, p0 + a.segment);
-  if (PASS == pass::rescan && p0 >= p1) return;
+  const index_t sequence_groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group;
+  if (item >= sequence_groups * a.splits) return;  // a whole group leaves together
+  const index_t g = item / a.splits, j = item - g * a.splits;
+  const index_t s = g * Group::sequences_per_group + group.sequence_lane();
+  const bool active = s < a.count;  // channel groups: lanes past the last sequence only pad
+  const index_t n = active ? a.in.head.length_of(s) : 0;
+  const index_t p0 = j * a.segment, p1 = a.splits == 1 ? n : max(p0, min(n, p0 + a.segment));
+  const index_t loop_end = group.loop_end(p1);
+  if (PASS == pass::rescan && loop_end <= p0) return;
 
-  S carry = PASS == pass::fold     ? a.op.identity()
-            : PASS == pass::rescan ? a.partials[item]
-                                   : start_state(a.op, a.initial, s);
+  S carry = PASS == pass::fold || !active ? a.op.identity()
+            : PASS == pass::rescan        ? a.partials[s * a.splits + j]
+                                          : start_state(a.op, a.initial, s);
   constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
   cursor<Out> out{nullptr, 0};
-  if constexpr (write) out = a.out.cursor_of(s);
-  carry = scan_segment<ITEMS, write>(group, temp, a.op, bind(a.in, s), out, n, p0, p1, a.reverse, a.exclusive, carry);
+  if (write && active) out = a.out.cursor_of(s);
+  const auto in = active ? bind(a.in, s) : bind(a.in, 0);  // inactive lanes never read
+  carry = scan_segment<ITEMS, write>(group, temp, staging, a.op, in, out, n, p0, p1, loop_end, a.reverse,
+                                     a.exclusive, carry);
 
-  if (group.rank() != 0) return;
-  if (PASS == pass::fold) a.partials[item] = carry;
+  if (!active || group.rank() != 0) return;
+  if (PASS == pass::fold) a.partials[s * a.splits + j] = carry;
   if ((PASS == pass::scan || PASS == pass::reduce) && a.final != nullptr) a.final[s] = project(a.op, carry);
 }
 
@@ -91,7 +113,7 @@ __global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_
 
 /// Which group scans, and how sequences are cut into segments.
 struct launch_plan {
-  enum class group_kind { block, warp, thread } group = group_kind::block;
+  enum class group_kind { block, warp, thread, channel } group = group_kind::block;
   index_t splits = 1;
   index_t segment = 0;
 };
@@ -103,43 +125,54 @@ inline int multiprocessors() {
   return sms;
 }
 
+/// What dispatch knows of the batch.
+struct batch_shape {
+  index_t count;               // sequences
+  index_t max_length;          // longest sequence
+  bool adjacent_sequences;     // sequences s, s+1 one element apart and time strided: (B, T, D)
+};
+
 template <class Policy, class Op>
-launch_plan plan_launch(index_t count, index_t max_length) {
+launch_plan plan_launch(const batch_shape& shape) {
   launch_plan plan;
-  const index_t sms = multiprocessors();
+  using group_kind = launch_plan::group_kind;
+  const index_t sms = multiprocessors(), count = std::max<index_t>(shape.count, 1), len = shape.max_length;
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
+  index_t unit = 1, groups = count;  // segment granularity; independent groups of sequences
   if (Policy::combine == combine_variant::sequential) {
-    plan.group = launch_plan::group_kind::thread;
+    plan.group = group_kind::thread;
     const index_t threads_wanted = sms * 1024;  // enough segments in flight to hide latency
-    plan.splits = std::clamp<index_t>(ceil_div(threads_wanted, std::max<index_t>(count, 1)), 1,
-                                      std::max<index_t>(1, max_length / 64));
+    plan.splits = std::clamp<index_t>(ceil_div(threads_wanted, count), 1, std::max<index_t>(1, len / 64));
   } else {
-    const index_t warp_tile = index_t(warp_threads) * Policy::items, block_tile = Policy::tile;
-    if (max_length <= 2 * warp_tile && Policy::combine != combine_variant::block) {
-      plan.group = launch_plan::group_kind::warp;
+    const index_t blocks_wanted = sms * std::max(1, 2048 / Policy::threads);  // one full wave
+    index_t tile = Policy::tile;
+    if (shape.adjacent_sequences && shape.count >= warp_threads && sizeof(state_t<Op>) <= 32) {
+      plan.group = group_kind::channel;  // lanes across sequences: coalesced without any transpose
+      tile = index_t(Policy::threads / warp_threads) * Policy::items;
+      groups = ceil_div(count, warp_threads);
+    } else if (len <= 2 * index_t(warp_threads) * Policy::items && Policy::combine == combine_variant::automatic) {
+      plan.group = group_kind::warp;
       return plan;
     }
-    plan.group = launch_plan::group_kind::block;
-    const index_t blocks_wanted = sms * std::max(1, 2048 / Policy::threads);  // one full wave
-    if (count < blocks_wanted / 2 && max_length > 4 * block_tile)
-      plan.splits = std::min(ceil_div(blocks_wanted, std::max<index_t>(count, 1)), ceil_div(max_length, block_tile));
+    if (groups < blocks_wanted / 2 && len > 4 * tile)
+      plan.splits = std::min(ceil_div(blocks_wanted, groups), ceil_div(len, tile));
+    unit = tile;
   }
   if (plan.splits > 1) {
-    const index_t unit = plan.group == launch_plan::group_kind::block ? Policy::tile : 1;
-    plan.segment = ceil_div(ceil_div(max_length, plan.splits), unit) * unit;
-    plan.splits = ceil_div(max_length, plan.segment);
+    plan.segment = ceil_div(ceil_div(len, plan.splits), unit) * unit;
+    plan.splits = ceil_div(len, plan.segment);
   }
   if (plan.splits <= 1) plan.splits = 1, plan.segment = 0;
   return plan;
 }
 
-template <class Group, int ITEMS, pass PASS, class Op, class Pack, class Out>
+template <class Group, int ITEMS, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
 void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) {
-  const index_t groups = a.count * a.splits;
+  const index_t groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group * a.splits;
   if (groups == 0) return;
   const index_t blocks = (groups + Group::groups_per_block - 1) / Group::groups_per_block;
   detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
-  segment_kernel<Group, ITEMS, PASS><<<unsigned(blocks), Group::groups_per_block * Group::threads, 0, stream>>>(a);
+  segment_kernel<Group, ITEMS, MIN_BLOCKS, PASS><<<unsigned(blocks), Group::block_threads, 0, stream>>>(a);
   detail::check_launch("parascan segment_kernel");
 }
 
@@ -149,28 +182,30 @@ void run_with_group(segment_args<Op, Pack, Out> a, const launch_plan& plan, temp
                     cudaStream_t stream) {
   constexpr int items = std::is_same<Group, thread_group<Policy::threads>>::value ? 1 : Policy::items;
   if (plan.splits == 1) {
-    launch_segments<Group, items, WRITE ? pass::scan : pass::reduce>(a, stream);
+    launch_segments<Group, items, Policy::min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
     return;
   }
   detail::temp_buffer partials(alloc, stream, std::size_t(a.count * plan.splits) * sizeof(state_t<Op>));
   a.partials = partials.as<state_t<Op>>();
   a.splits = plan.splits;
   a.segment = plan.segment;
-  launch_segments<Group, items, pass::fold>(a, stream);
+  launch_segments<Group, items, Policy::min_blocks, pass::fold>(a, stream);
   carry_kernel<<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a.op, a.partials, a.count, a.splits, a.initial,
                                                                     a.final);
   detail::check_launch("parascan carry_kernel");
-  if constexpr (WRITE) launch_segments<Group, items, pass::rescan>(a, stream);
+  if constexpr (WRITE) launch_segments<Group, items, Policy::min_blocks, pass::rescan>(a, stream);
 }
 
 template <class Policy, bool WRITE, class Op, class Pack, class Out>
-void run(const segment_args<Op, Pack, Out>& a, index_t max_length, temp_allocator& alloc, cudaStream_t stream) {
-  const launch_plan plan = plan_launch<Policy, Op>(a.count, max_length);
+void run(const segment_args<Op, Pack, Out>& a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream) {
+  const launch_plan plan = plan_launch<Policy, Op>(shape);
   // Only the groups a policy can plan are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::sequential) {
     run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
   } else if (Policy::combine == combine_variant::automatic && plan.group == launch_plan::group_kind::warp) {
     run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
+  } else if (sizeof(state_t<Op>) <= 32 && plan.group == launch_plan::group_kind::channel) {
+    run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
   } else {
     run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
   }

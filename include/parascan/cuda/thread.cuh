@@ -33,24 +33,13 @@ __device__ __forceinline__ state_t<Op> thread_fold(const Op& op, const state_t<O
   return total;
 }
 
-/// Scans a thread's items from `running` (everything before them) and writes project() of each step,
-/// inclusive or exclusive, for positions before `end`.
-template <int ITEMS, class Op, class Out>
-__device__ __forceinline__ void thread_scan_store(const Op& op, const cursor<Out>& out, index_t n, index_t first,
-                                                  index_t end, bool reverse, bool exclusive, state_t<Op> running,
-                                                  const state_t<Op> (&items)[ITEMS]) {
+/// Writes a thread's output values for positions [first, first + ITEMS) before `end`, directly.
+template <int ITEMS, class Out>
+__device__ __forceinline__ void store_values(const cursor<Out>& out, index_t n, index_t first, index_t end,
+                                             bool reverse, const Out (&values)[ITEMS]) {
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    if (first + i >= end) break;
-    const index_t t = time_index(first + i, n, reverse);
-    if (exclusive) {
-      out[t] = static_cast<Out>(project(op, running));
-      running = op(running, items[i]);
-    } else {
-      running = op(running, items[i]);
-      out[t] = static_cast<Out>(project(op, running));
-    }
-  }
+  for (int i = 0; i < ITEMS; ++i)
+    if (first + i < end) out[time_index(first + i, n, reverse)] = values[i];
 }
 
 }  // namespace parascan::engine
