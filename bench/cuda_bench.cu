@@ -11,7 +11,13 @@
 #include <string>
 #include <vector>
 
+#include <cuda_bf16.h>
+
+#include <Eigen/Core>
 #include <parascan/cuda.cuh>
+#include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/logsumexp.hpp>
+#include <parascan/ops/matrix_product.hpp>
 #include <parascan/parascan.hpp>
 
 namespace {
@@ -70,14 +76,7 @@ struct timer {
   }
 };
 
-/// x[t] = a[t] x[t-1] + b[t]: the pair (a, b) with (a1, b1) then (a2, b2) = (a1 a2, a2 b1 + b2).
-struct pair_op {
-  using value_type = float2;
-  __host__ __device__ float2 identity() const { return {1.f, 0.f}; }
-  __host__ __device__ float2 operator()(const float2& e, const float2& l) const { return {e.x * l.x, l.x * e.y + l.y}; }
-  __host__ __device__ float2 lift(float a, float b) const { return {a, b}; }
-  __host__ __device__ float project(const float2& s) const { return s.y; }
-};
+using pair_op = parascan::ops::linear_recurrence<float>;
 struct pair_scan_op {  // CUB's operator on stored pairs
   __host__ __device__ float2 operator()(const float2& e, const float2& l) const { return {e.x * l.x, l.x * e.y + l.y}; }
 };
@@ -100,18 +99,35 @@ void report(const std::string& name, double ms, double bytes) {
   std::fflush(stdout);
 }
 
-void bench_linear_recurrence(timer& tm, long B, long D, long T, bool btd) {
+template <class Policy = parascan::use_default_policy>
+void bench_policy(timer& tm, const char* label, float* a, float* b, float* x, long B, long D, long T) {
+  const auto view = [&](float* p) { return parascan::bdt(p, B, D, T); };
+  const double ms = tm.median_ms([&] {
+    parascan::prefix_scan<Policy>(parascan::cuda{}, pair_op{}, parascan::inputs(view(a), view(b)), view(x));
+  });
+  char name[128];
+  std::snprintf(name, sizeof name, "  policy %s (%ld,%ld,%ld) bdt", label, B, D, T);
+  report(name, ms, 12.0 * B * D * T);
+}
+
+void bench_linear_recurrence(timer& tm, long B, long D, long T, bool btd, bool policies = false) {
   const std::size_t n = std::size_t(B) * D * T;
   device_array<float> a(n), b(n), x(n);
   fill_uniform<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 1);
   fill_uniform<<<1024, 256>>>(b.p, n, -1.f, 1.f, 2);
   const auto view = [&](float* p) { return btd ? parascan::btd(p, B, T, D) : parascan::bdt(p, B, D, T); };
-  const double ms = tm.median_ms([&] {
-    parascan::prefix_scan(parascan::cuda{}, pair_op{}, parascan::inputs(view(a.p), view(b.p)), view(x.p));
-  });
+  const double ms = tm.median_ms([&] { parascan::linear_recurrence(parascan::cuda{}, view(a.p), view(b.p), view(x.p)); });
   char name[128];
   std::snprintf(name, sizeof name, "linear_recurrence fp32 (%ld,%ld,%ld) %s", B, D, T, btd ? "btd" : "bdt");
   report(name, ms, 12.0 * n);
+  if (policies) {
+    using parascan::combine_variant;
+    bench_policy<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "256x8 min4", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<128, 8, combine_variant::automatic, 6>>(tm, "128x8 min6", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "256x4 min4", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<512, 8, combine_variant::automatic, 1>>(tm, "512x8 min1", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<128, 16, combine_variant::automatic, 3>>(tm, "128x16 min3", a.p, b.p, x.p, B, D, T);
+  }
 
   if (btd) return;
   // Baseline: CUB's segmented form (scan by key, one key per sequence) over interleaved pairs.
@@ -137,8 +153,7 @@ void bench_single_sequence(timer& tm, long T) {
   fill_uniform<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 3);
   fill_uniform<<<1024, 256>>>(b.p, n, -1.f, 1.f, 4);
   const double ms = tm.median_ms([&] {
-    parascan::prefix_scan(parascan::cuda{}, pair_op{}, parascan::inputs(parascan::single(a.p, T), parascan::single(b.p, T)),
-                          parascan::single(x.p, T));
+    parascan::linear_recurrence(parascan::cuda{}, parascan::single(a.p, T), parascan::single(b.p, T), parascan::single(x.p, T));
   });
   char name[128];
   std::snprintf(name, sizeof name, "linear_recurrence fp32 single T=%ld", T);
@@ -154,6 +169,67 @@ void bench_single_sequence(timer& tm, long T) {
   });
   std::snprintf(name, sizeof name, "  baseline CUB InclusiveScan pairs single T=%ld", T);
   report(name, cub_ms, 12.0 * n);
+}
+
+__global__ void to_bf16(const float* x, __nv_bfloat16* y, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16(x[i]);
+}
+
+/// bf16 gates and tokens, fp32 state, bf16 output: 6 bytes per step.
+void bench_bf16(timer& tm, long B, long D, long T) {
+  const std::size_t n = std::size_t(B) * D * T;
+  device_array<float> tmp(n);
+  device_array<__nv_bfloat16> a(n), b(n), x(n);
+  fill_uniform<<<1024, 256>>>(tmp.p, n, 0.9f, 1.0f, 6);
+  to_bf16<<<1024, 256>>>(tmp.p, a.p, n);
+  fill_uniform<<<1024, 256>>>(tmp.p, n, -1.f, 1.f, 7);
+  to_bf16<<<1024, 256>>>(tmp.p, b.p, n);
+  const double ms = tm.median_ms([&] {
+    parascan::linear_recurrence(parascan::cuda{}, parascan::bdt(a.p, B, D, T), parascan::bdt(b.p, B, D, T),
+                                parascan::bdt(x.p, B, D, T));
+  });
+  char name[128];
+  std::snprintf(name, sizeof name, "linear_recurrence bf16 in/out (%ld,%ld,%ld) bdt", B, D, T);
+  report(name, ms, 6.0 * n);
+}
+
+struct logaddexp_op {
+  __host__ __device__ float operator()(float a, float b) const { return parascan::ops::logaddexp(a, b); }
+};
+
+void bench_logcumsumexp(timer& tm, long B, long D, long T) {
+  const std::size_t n = std::size_t(B) * D * T;
+  device_array<float> x(n), y(n);
+  fill_uniform<<<1024, 256>>>(x.p, n, -5.f, 5.f, 8);
+  const double ms = tm.median_ms([&] { parascan::logcumsumexp(parascan::cuda{}, parascan::bdt(x.p, B, D, T), parascan::bdt(y.p, B, D, T)); });
+  char name[128];
+  std::snprintf(name, sizeof name, "logcumsumexp fp32 (%ld,%ld,%ld) bdt", B, D, T);
+  report(name, ms, 8.0 * n);
+  device_array<int> keys(n);
+  std::vector<int> hk(n);
+  for (std::size_t i = 0; i < n; ++i) hk[i] = int(i / T);
+  check(cudaMemcpy(keys.p, hk.data(), n * sizeof(int), cudaMemcpyHostToDevice), "keys");
+  std::size_t temp_bytes = 0;
+  cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, keys.p, x.p, y.p, logaddexp_op{}, n);
+  device_array<char> temp(temp_bytes);
+  const double cub_ms = tm.median_ms([&] { cub::DeviceScan::InclusiveScanByKey(temp.p, temp_bytes, keys.p, x.p, y.p, logaddexp_op{}, n); });
+  std::snprintf(name, sizeof name, "  baseline CUB InclusiveScanByKey logaddexp (%ld,%ld,%ld)", B, D, T);
+  report(name, cub_ms, 8.0 * n);
+}
+
+/// Cumulative products of 4x4 fp32 matrices: 128 bytes per step.
+void bench_matrix_chain(timer& tm, long count, long T) {
+  using M = Eigen::Matrix4f;
+  const std::size_t n = std::size_t(count) * T;
+  device_array<M> m(n), p(n);
+  fill_uniform<<<1024, 256>>>(reinterpret_cast<float*>(m.p), n * 16, -0.5f, 0.5f, 9);
+  const double ms = tm.median_ms([&] {
+    parascan::matrix_chain(parascan::cuda{}, parascan::bdt(m.p, 1, count, T), parascan::bdt(p.p, 1, count, T));
+  });
+  char name[128];
+  std::snprintf(name, sizeof name, "matrix_chain 4x4 fp32 (%ld sequences x %ld)", count, T);
+  report(name, ms, 128.0 * n);
 }
 
 }  // namespace
@@ -172,11 +248,16 @@ int main(int argc, char** argv) {
     copy_gbs = 2.0 * n4 * sizeof(float4) / ms / 1e6;
     std::printf("%-58s %9.3f ms %8.1f GB/s (read + write)\n", "copy kernel 8 GiB", ms, copy_gbs);
   }
-  bench_linear_recurrence(tm, 8, 1536, 4096, false);
+  bench_linear_recurrence(tm, 8, 1536, 4096, false, !quick);
   bench_linear_recurrence(tm, 8, 1536, 4096, true);
   if (!quick) {
     bench_linear_recurrence(tm, 8, 1536, 65536, false);
+    bench_linear_recurrence(tm, 8, 1536, 65536, true);
     bench_single_sequence(tm, long(1) << 26);
+    bench_bf16(tm, 8, 1536, 4096);
+    bench_logcumsumexp(tm, 8, 1536, 4096);
+    bench_matrix_chain(tm, 4096, 4096);
+    bench_matrix_chain(tm, 8, 1 << 20);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 //    sequences, a warp for short ones (several sequences per block);
 //  - few long sequences: each sequence split into segments over several blocks, reduce-then-scan
 //    (fold every segment, scan the segment totals per sequence, rescan each segment from its carry);
+//  - strided time with adjacent sequences ((B, T, D)): lanes across 32 sequences, warps along time;
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread).
 #pragma once
@@ -112,10 +113,10 @@ __global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_
 }
 
 /// Which group scans, and how sequences are cut into segments.
-struct launch_plan {
-  enum class group_kind { block, warp, thread, channel } group = group_kind::block;
+enum class group_kind { block, warp, thread, channel };
+struct segment_plan {
   index_t splits = 1;
-  index_t segment = 0;
+  index_t segment = 0;  // scan positions per segment when splits > 1
 };
 
 inline int multiprocessors() {
@@ -127,42 +128,32 @@ inline int multiprocessors() {
 
 /// What dispatch knows of the batch.
 struct batch_shape {
-  index_t count;               // sequences
-  index_t max_length;          // longest sequence
-  bool adjacent_sequences;     // sequences s, s+1 one element apart and time strided: (B, T, D)
+  index_t count;            // sequences
+  index_t max_length;       // longest sequence
+  bool adjacent_sequences;  // sequences s, s+1 one element apart and time strided: (B, T, D)
 };
 
+/// The group that scans: sequential threads for large states, lanes across sequences when adjacent
+/// sequences are adjacent in memory, a warp per short sequence, else a block per sequence (or segment).
 template <class Policy, class Op>
-launch_plan plan_launch(const batch_shape& shape) {
-  launch_plan plan;
-  using group_kind = launch_plan::group_kind;
-  const index_t sms = multiprocessors(), count = std::max<index_t>(shape.count, 1), len = shape.max_length;
+group_kind choose_group(const batch_shape& shape) {
+  if (Policy::combine == combine_variant::sequential) return group_kind::thread;
+  if (shape.adjacent_sequences && shape.count >= warp_threads && sizeof(state_t<Op>) <= 32) return group_kind::channel;
+  if (Policy::combine == combine_variant::automatic && shape.max_length <= 2 * index_t(warp_threads) * Policy::items)
+    return group_kind::warp;
+  return group_kind::block;
+}
+
+/// Splits the sequences into segments when there are too few independent groups to fill the device once
+/// (`resident` groups run at a time); segments are whole tiles, and at least four tiles long.
+inline segment_plan plan_segments(const batch_shape& shape, index_t groups, index_t resident, index_t tile) {
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
-  index_t unit = 1, groups = count;  // segment granularity; independent groups of sequences
-  if (Policy::combine == combine_variant::sequential) {
-    plan.group = group_kind::thread;
-    const index_t threads_wanted = sms * 1024;  // enough segments in flight to hide latency
-    plan.splits = std::clamp<index_t>(ceil_div(threads_wanted, count), 1, std::max<index_t>(1, len / 64));
-  } else {
-    const index_t blocks_wanted = sms * std::max(1, 2048 / Policy::threads);  // one full wave
-    index_t tile = Policy::tile;
-    if (shape.adjacent_sequences && shape.count >= warp_threads && sizeof(state_t<Op>) <= 32) {
-      plan.group = group_kind::channel;  // lanes across sequences: coalesced without any transpose
-      tile = index_t(Policy::threads / warp_threads) * Policy::items;
-      groups = ceil_div(count, warp_threads);
-    } else if (len <= 2 * index_t(warp_threads) * Policy::items && Policy::combine == combine_variant::automatic) {
-      plan.group = group_kind::warp;
-      return plan;
-    }
-    if (groups < blocks_wanted / 2 && len > 4 * tile)
-      plan.splits = std::min(ceil_div(blocks_wanted, groups), ceil_div(len, tile));
-    unit = tile;
-  }
-  if (plan.splits > 1) {
-    plan.segment = ceil_div(ceil_div(len, plan.splits), unit) * unit;
-    plan.splits = ceil_div(len, plan.segment);
-  }
-  if (plan.splits <= 1) plan.splits = 1, plan.segment = 0;
+  segment_plan plan;
+  const index_t len = shape.max_length;
+  if (groups >= resident || len <= 4 * tile) return plan;
+  plan.segment = ceil_div(ceil_div(len, ceil_div(resident, groups)), tile) * tile;
+  plan.splits = ceil_div(len, plan.segment);
+  if (plan.splits <= 1) plan = {};
   return plan;
 }
 
@@ -176,38 +167,53 @@ void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) 
   detail::check_launch("parascan segment_kernel");
 }
 
-/// Runs a scan (write = true) or a reduction (results in a.final) with the planned strategy.
+/// Runs a scan (WRITE) or a reduction (results in a.final) with one group kind: whole sequences in one
+/// pass when they fill the device, else reduce-then-scan over segments (fold, carry, rescan).
 template <class Policy, class Group, bool WRITE, class Op, class Pack, class Out>
-void run_with_group(segment_args<Op, Pack, Out> a, const launch_plan& plan, temp_allocator& alloc,
+void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, temp_allocator& alloc,
                     cudaStream_t stream) {
-  constexpr int items = std::is_same<Group, thread_group<Policy::threads>>::value ? 1 : Policy::items;
+  constexpr bool sequential = Group::threads == 1;
+  constexpr int items = sequential ? 1 : Policy::items;
+  constexpr int min_blocks = Policy::min_blocks;
+  int blocks_per_sm = 0;
+  detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &blocks_per_sm, segment_kernel<Group, items, min_blocks, pass::fold, Op, Pack, Out>,
+                         Group::block_threads, 0),
+                     "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  // Sequential threads need more segments in flight than resident threads to hide their latency.
+  const index_t resident = index_t(multiprocessors()) * std::max(blocks_per_sm, 1) * Group::groups_per_block *
+                           (sequential ? 2 : 1);
+  const index_t groups = (std::max<index_t>(a.count, 1) + Group::sequences_per_group - 1) / Group::sequences_per_group;
+  const segment_plan plan =
+      plan_segments(shape, groups, resident, sequential ? 64 : index_t(Group::threads) * items);
   if (plan.splits == 1) {
-    launch_segments<Group, items, Policy::min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
+    launch_segments<Group, items, min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
     return;
   }
   detail::temp_buffer partials(alloc, stream, std::size_t(a.count * plan.splits) * sizeof(state_t<Op>));
   a.partials = partials.as<state_t<Op>>();
   a.splits = plan.splits;
   a.segment = plan.segment;
-  launch_segments<Group, items, Policy::min_blocks, pass::fold>(a, stream);
+  launch_segments<Group, items, min_blocks, pass::fold>(a, stream);
   carry_kernel<<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a.op, a.partials, a.count, a.splits, a.initial,
                                                                     a.final);
   detail::check_launch("parascan carry_kernel");
-  if constexpr (WRITE) launch_segments<Group, items, Policy::min_blocks, pass::rescan>(a, stream);
+  if constexpr (WRITE) launch_segments<Group, items, min_blocks, pass::rescan>(a, stream);
 }
 
 template <class Policy, bool WRITE, class Op, class Pack, class Out>
 void run(const segment_args<Op, Pack, Out>& a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream) {
-  const launch_plan plan = plan_launch<Policy, Op>(shape);
-  // Only the groups a policy can plan are instantiated: fewer kernels to compile.
+  const group_kind group = choose_group<Policy, Op>(shape);
+  // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::sequential) {
-    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
-  } else if (Policy::combine == combine_variant::automatic && plan.group == launch_plan::group_kind::warp) {
-    run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
-  } else if (sizeof(state_t<Op>) <= 32 && plan.group == launch_plan::group_kind::channel) {
-    run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
+    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
   } else {
-    run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, plan, alloc, stream);
+    if constexpr (Policy::combine == combine_variant::automatic)
+      if (group == group_kind::warp) return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+    if constexpr (sizeof(state_t<Op>) <= 32)
+      if (group == group_kind::channel)
+        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+    run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
   }
 }
 
