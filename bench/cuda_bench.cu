@@ -99,6 +99,13 @@ void report(const std::string& name, double ms, double bytes) {
   std::fflush(stdout);
 }
 
+/// Times one call under an explicit policy (the sweep that chose default_policy's values).
+template <class Policy, class Call>
+void bench_variant(timer& tm, const std::string& label, double bytes, Call&& call) {
+  const double ms = tm.median_ms([&] { call(Policy{}); });
+  report("  policy " + label, ms, bytes);
+}
+
 template <class Policy = parascan::use_default_policy>
 void bench_policy(timer& tm, const char* label, float* a, float* b, float* x, long B, long D, long T) {
   const auto view = [&](float* p) { return parascan::bdt(p, B, D, T); };
@@ -123,10 +130,11 @@ void bench_linear_recurrence(timer& tm, long B, long D, long T, bool btd, bool p
   if (policies) {
     using parascan::combine_variant;
     bench_policy<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "256x8 min4", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<128, 8, combine_variant::automatic, 6>>(tm, "128x8 min6", a.p, b.p, x.p, B, D, T);
     bench_policy<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "256x4 min4", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<512, 8, combine_variant::automatic, 1>>(tm, "512x8 min1", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<128, 16, combine_variant::automatic, 3>>(tm, "128x16 min3", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<128, 4, combine_variant::automatic, 8>>(tm, "128x4 min8", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<256, 2, combine_variant::automatic, 4>>(tm, "256x2 min4", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<512, 4, combine_variant::automatic, 2>>(tm, "512x4 min2", a.p, b.p, x.p, B, D, T);
+    bench_policy<parascan::cuda_policy<256, 6, combine_variant::automatic, 4>>(tm, "256x6 min4", a.p, b.p, x.p, B, D, T);
   }
 
   if (btd) return;
@@ -192,6 +200,15 @@ void bench_bf16(timer& tm, long B, long D, long T) {
   char name[128];
   std::snprintf(name, sizeof name, "linear_recurrence bf16 in/out (%ld,%ld,%ld) bdt", B, D, T);
   report(name, ms, 6.0 * n);
+  using parascan::combine_variant;
+  const auto call = [&](auto policy) {
+    parascan::prefix_scan<decltype(policy)>(parascan::cuda{}, parascan::ops::linear_recurrence<float>{},
+                                            parascan::inputs(parascan::bdt(a.p, B, D, T), parascan::bdt(b.p, B, D, T)),
+                                            parascan::bdt(x.p, B, D, T));
+  };
+  bench_variant<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "bf16 256x8 min4", 6.0 * n, call);
+  bench_variant<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "bf16 256x4 min4", 6.0 * n, call);
+  bench_variant<parascan::cuda_policy<128, 8, combine_variant::automatic, 8>>(tm, "bf16 128x8 min8", 6.0 * n, call);
 }
 
 struct logaddexp_op {
@@ -206,6 +223,17 @@ void bench_logcumsumexp(timer& tm, long B, long D, long T) {
   char name[128];
   std::snprintf(name, sizeof name, "logcumsumexp fp32 (%ld,%ld,%ld) bdt", B, D, T);
   report(name, ms, 8.0 * n);
+  {
+    using parascan::combine_variant;
+    const auto call = [&](auto policy) {
+      parascan::prefix_scan<decltype(policy)>(parascan::cuda{}, parascan::ops::log_add_exp<float>{},
+                                              parascan::bdt(x.p, B, D, T), parascan::bdt(y.p, B, D, T));
+    };
+    bench_variant<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "lse 256x8 min4", 8.0 * n, call);
+    bench_variant<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "lse 256x4 min4", 8.0 * n, call);
+    bench_variant<parascan::cuda_policy<128, 8, combine_variant::automatic, 8>>(tm, "lse 128x8 min8", 8.0 * n, call);
+    bench_variant<parascan::cuda_policy<256, 16, combine_variant::automatic, 2>>(tm, "lse 256x16 min2", 8.0 * n, call);
+  }
   device_array<int> keys(n);
   std::vector<int> hk(n);
   for (std::size_t i = 0; i < n; ++i) hk[i] = int(i / T);
@@ -230,6 +258,15 @@ void bench_matrix_chain(timer& tm, long count, long T) {
   char name[128];
   std::snprintf(name, sizeof name, "matrix_chain 4x4 fp32 (%ld sequences x %ld)", count, T);
   report(name, ms, 128.0 * n);
+  using parascan::combine_variant;
+  const auto call = [&](auto policy) {
+    parascan::prefix_scan<decltype(policy)>(parascan::cuda{}, parascan::ops::matrix_product<M>{},
+                                            parascan::bdt(m.p, 1, count, T), parascan::bdt(p.p, 1, count, T));
+  };
+  bench_variant<parascan::cuda_policy<64, 2>>(tm, "mat4 64x2", 128.0 * n, call);
+  bench_variant<parascan::cuda_policy<128, 1>>(tm, "mat4 128x1", 128.0 * n, call);
+  bench_variant<parascan::cuda_policy<128, 1, combine_variant::sequential>>(tm, "mat4 128 sequential", 128.0 * n, call);
+  bench_variant<parascan::cuda_policy<64, 1, combine_variant::sequential>>(tm, "mat4 64 sequential", 128.0 * n, call);
 }
 
 }  // namespace

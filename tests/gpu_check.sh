@@ -17,13 +17,15 @@ cmake --build "$build" -j"$(nproc)" --target $targets parascan_bench_cuda >"$out
 echo "== GPU tests"
 ctest --test-dir "$build" -L gpu -R "$filter" --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -40
 echo "== compute-sanitizer"
+# One job per executable and tool, in parallel: the sanitizers are CPU-bound.
+sanitize() {
+  timeout 420 compute-sanitizer --tool "$2" --error-exitcode 1 "$build/tests/$1" >"$out/sanitizer-$1-$2.log" 2>&1
+  printf '%-40s %-10s rc=%-4s %s\n' "$1" "$2" "$?" "$(grep -h 'ERROR SUMMARY' "$out/sanitizer-$1-$2.log" | tail -1)"
+}
+export -f sanitize
+export build out
 for t in $(echo "$targets" | grep -E "${SANITIZE:-.}" || true); do
-  for tool in memcheck racecheck; do
-    printf '%-40s %-10s ' "$t" "$tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/tests/$t" >"$out/sanitizer-$t-$tool.log" 2>&1 && echo ok ||
-      { echo FAILED; tail -20 "$out/sanitizer-$t-$tool.log"; }
-    grep -h "ERROR SUMMARY" "$out/sanitizer-$t-$tool.log" | tail -1
-  done
-done
+  printf '%s memcheck\n%s racecheck\n' "$t" "$t"
+done | xargs -P 12 -n 2 bash -c 'sanitize "$0" "$1"'
 echo "== bench"
 "$build/bench/parascan_bench_cuda" "${@:3}" 2>&1 | tee "$out/bench.log"

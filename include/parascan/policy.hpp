@@ -69,15 +69,19 @@ struct default_policy<Op, arch::host> {
   using type = host_policy<(sizeof(state_t<Op>) > 32 ? (index_t(1) << 12) : (index_t(1) << 16))>;
 };
 
+// Measured on an H100 (bench/cuda_bench.cu's sweep, 2026-11-21): 128-thread blocks with 1024 resident
+// threads per multiprocessor (<= 64 registers) beat larger blocks and longer runs of items for scalar and
+// pair states (fp32 linear recurrence (8, 1536, 4096): 78% of copy bandwidth against 55% for 256 x 8);
+// 4 x 4 matrix states did best with 64-thread blocks.
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
-      family == state_family::scalar, cuda_policy<256, 16, combine_variant::automatic, 3>,
+      family == state_family::scalar, cuda_policy<128, 8, combine_variant::automatic, 8>,
       std::conditional_t<
-          family == state_family::pair, cuda_policy<256, 8, combine_variant::automatic, 3>,
+          family == state_family::pair, cuda_policy<128, 4, combine_variant::automatic, 8>,
           std::conditional_t<family == state_family::wide, cuda_policy<128, 4>,
-                             std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<128, 2>,
+                             std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,
                                                 cuda_policy<128, 1, combine_variant::sequential>>>>>;
 };
 

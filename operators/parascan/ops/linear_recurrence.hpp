@@ -56,6 +56,11 @@ struct linear_recurrence {
   PARASCAN_HD Acc project(const value_type& s) const { return s.b; }
   /// The state whose output is x0: the constant map to x0 (a = 1 keeps later gates' products right).
   PARASCAN_HD value_type seed(const Acc& x0) const { return {Acc(1), x0}; }
+  /// Sequential loops that only project their carry skip the running gate product (whose underflow to
+  /// subnormals is slow on CPUs): same x, stale a.
+  PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const {
+    return {carry.a, x.a * carry.b + x.b};
+  }
 };
 
 /// The operator for gates stored as A and tokens stored as B.
