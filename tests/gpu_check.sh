@@ -13,9 +13,11 @@ prefix=()
 [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
 cmake --preset gpu -B "$build" "${prefix[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 targets=$(ctest --test-dir "$build" -N -L gpu 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p' | grep -E "$filter" || true)
-cmake --build "$build" -j"$(nproc)" --target $targets parascan_bench_cuda >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
+cmake --build "$build" -j"$(nproc)" --target $targets parascan_bench_cuda parascan_example_quickstart >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
 echo "== GPU tests"
 ctest --test-dir "$build" -L gpu -R "$filter" --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -40
+echo "== quickstart"
+"$build/examples/parascan_example_quickstart" 2>&1 | tail -4
 echo "== compute-sanitizer"
 # One job per executable and tool, in parallel: the sanitizers are CPU-bound.
 sanitize() {
