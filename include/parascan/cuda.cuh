@@ -81,8 +81,7 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const sequenc
   const auto [out_host, out_device] = staged.stage(output, "output");
   const index_t count = out_host.count();
   detail::check_scan_arguments(in_host, out_host, detail::span_of(opts.final, count), "options.final");
-  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
-                  "an operator with seed(output) (its outputs are not its states)");
+  detail::check_scan_options<Op>(opts);
   if (count > 0 && detail::time_extent(out_host) > 0) detail::require_device_pointer(output.data, "output.data");
   if (count > 0) {
     detail::require_device_pointer(opts.initial, "options.initial");
@@ -106,10 +105,7 @@ void reduce_scan(const cuda& exec, const Op& op, const In& inputs, output_t<Op>*
   const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
   const index_t count = in_host.head.count();
   detail::check_reduce_arguments(in_host, detail::span_of(result, count), count);
-  detail::require(!opts.exclusive, "options.exclusive", "false: a reduction has no exclusive form");
-  detail::require(opts.final == nullptr, "options.final", "null: reduce_scan writes its totals to `result`");
-  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
-                  "an operator with seed(output) (its outputs are not its states)");
+  detail::check_reduce_options<Op>(opts);
   if (count == 0) return;
   detail::require_device_pointer(result, "result");
   detail::require_device_pointer(opts.initial, "options.initial");

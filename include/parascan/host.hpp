@@ -150,8 +150,7 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
   const auto& in = as_pack(inputs);
   const index_t count = output.count();
   detail::check_scan_arguments(in, output, detail::span_of(opts.final, count), "options.final");
-  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
-                  "an operator with seed(output) (its outputs are not its states)");
+  detail::check_scan_options<Op>(opts);
 
   const unsigned workers = detail::host_threads(exec);
   const auto finish = [&](index_t s, const S& carry) {
@@ -210,10 +209,7 @@ void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>*
   const auto& shape = in.head;
   const index_t count = shape.count();
   detail::check_reduce_arguments(in, detail::span_of(result, count), count);
-  detail::require(!opts.exclusive, "options.exclusive", "false: a reduction has no exclusive form");
-  detail::require(opts.final == nullptr, "options.final", "null: reduce_scan writes its totals to `result`");
-  detail::require(opts.initial == nullptr || can_seed<Op>, "options.initial",
-                  "an operator with seed(output) (its outputs are not its states)");
+  detail::check_reduce_options<Op>(opts);
 
   const unsigned workers = detail::host_threads(exec);
   if (count >= index_t(workers) || workers == 1) {

@@ -11,6 +11,8 @@
 #include "error.hpp"
 #include "inputs.hpp"
 #include "layout.hpp"
+#include "operator_traits.hpp"
+#include "options.hpp"
 
 namespace parascan {
 namespace detail {
@@ -144,6 +146,21 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span result, index
     require(!span_of(v).overlaps(result), "result", "no overlap with " + name);
   });
   require(result.lo != 0 || count == 0, "result", "a non-null pointer for " + std::to_string(count) + " sequences");
+}
+
+/// Options every prefix scan checks: an initial state needs an operator that can seed one.
+template <class Op>
+void check_scan_options(const options<output_t<Op>>& opts) {
+  require(opts.initial == nullptr || can_seed<Op>, "options.initial",
+          "an operator with seed(output) (its outputs are not its states)");
+}
+
+/// Options every reduction checks: no exclusive form, totals go to `result`, not `final`.
+template <class Op>
+void check_reduce_options(const options<output_t<Op>>& opts) {
+  require(!opts.exclusive, "options.exclusive", "false: a reduction has no exclusive form");
+  require(opts.final == nullptr, "options.final", "null: reduce_scan writes its totals to `result`");
+  check_scan_options<Op>(opts);
 }
 
 }  // namespace detail
