@@ -28,6 +28,6 @@ export -f sanitize
 export build out
 for t in $(echo "$targets" | grep -E "${SANITIZE:-.}" || true); do
   printf '%s memcheck\n%s racecheck\n' "$t" "$t"
-done | xargs -P 12 -n 2 bash -c 'sanitize "$0" "$1"'
+done | xargs -r -P 12 -n 2 bash -c 'sanitize "$0" "$1"'
 echo "== bench"
 "$build/bench/parascan_bench_cuda" "${@:3}" 2>&1 | tee "$out/bench.log"
