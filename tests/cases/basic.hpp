@@ -20,11 +20,7 @@ void check_scalar_op(const Op& op, Gen gen, double identity, Combine combine, do
     ptest::fill(y, [] { return ptest::poison<Y>(); });
     ptest::fill(fin, [] { return ptest::poison<Y>(); });
 
-    parascan::options<Y> opts;
-    opts.exclusive = f.exclusive;
-    opts.reverse = f.reverse;
-    opts.initial = f.with_initial ? init.data() : nullptr;
-    opts.final = f.with_final ? fin.data() : nullptr;
+    const auto opts = ptest::options_for<Y>(f, init.data(), fin.data());
     parascan::prefix_scan(ptest::exec(), op, sh.view(x.data(), offs.get(sh)), sh.view(y.data(), offs.get(sh)), opts);
     y.download();
     fin.download();

@@ -59,11 +59,7 @@ void check_linear_recurrence(double out_ulps, double acc_ulps) {
     ptest::fill(y, [] { return ptest::poison<Y>(); });
     ptest::fill(fin, [] { return ptest::poison<Acc>(); });
 
-    parascan::options<Acc> opts;
-    opts.exclusive = f.exclusive;
-    opts.reverse = f.reverse;
-    opts.initial = f.with_initial ? init.data() : nullptr;
-    opts.final = f.with_final ? fin.data() : nullptr;
+    const auto opts = ptest::options_for<Acc>(f, init.data(), fin.data());
     parascan::linear_recurrence(ptest::exec(), sh.view(a.data(), offs.get(sh)), sh.view(b.data(), offs.get(sh)),
                                 sh.view(y.data(), offs.get(sh)), opts);
     y.download();

@@ -29,17 +29,6 @@ double random_log_a(ptest::fast_random& g) { return g.uniform(0, 1) < 0.001 ? -I
 double random_log_b(ptest::fast_random& g) { return g.uniform(0, 1) < 0.05 ? -INFINITY : g.uniform(-20, 20); }
 double random_sign(ptest::fast_random& g, double p_negative) { return g.uniform(0, 1) < p_negative ? -1.0 : 1.0; }
 
-/// Shared options for a configuration.
-template <class Y>
-parascan::options<Y> make_options(const ptest::scan_flags& f, ptest::buffer<Y>& init, ptest::buffer<Y>& fin) {
-  parascan::options<Y> opts;
-  opts.exclusive = f.exclusive;
-  opts.reverse = f.reverse;
-  opts.initial = f.with_initial ? init.data() : nullptr;
-  opts.final = f.with_final ? fin.data() : nullptr;
-  return opts;
-}
-
 /// The positive recurrence in S: the error |got - ref| / (1 + |ref|) of log x stays below
 /// ulps * eps(S) * (1 + sqrt(T)) (a log-value rounds to an ulp of its size at every step).
 template <class S>
@@ -54,7 +43,7 @@ void check_positive(double ulps) {
     ptest::fill(lx, [] { return ptest::poison<S>(); });
     ptest::fill(fin, [] { return ptest::poison<S>(); });
     parascan::log_linear_recurrence(ptest::exec(), sh.view(la.data(), offs.get(sh)), sh.view(lb.data(), offs.get(sh)),
-                                    sh.view(lx.data(), offs.get(sh)), make_options(f, init, fin));
+                                    sh.view(lx.data(), offs.get(sh)), ptest::options_for(f, init.data(), fin.data()));
     lx.download();
     fin.download();
 
@@ -113,9 +102,9 @@ void check_signed(double ulps) {
     const auto view = [&](auto& buf) { return sh.view(buf.data(), offs.get(sh)); };
     if constexpr (four_inputs)
       parascan::signed_log_linear_recurrence(ptest::exec(), view(la), view(sa), view(lb), view(sb), view(x),
-                                             make_options(f, init, fin));
+                                             ptest::options_for(f, init.data(), fin.data()));
     else
-      parascan::signed_log_linear_recurrence(ptest::exec(), view(la), view(b), view(x), make_options(f, init, fin));
+      parascan::signed_log_linear_recurrence(ptest::exec(), view(la), view(b), view(x), ptest::options_for(f, init.data(), fin.data()));
     x.download();
     fin.download();
 

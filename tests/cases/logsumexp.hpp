@@ -40,11 +40,7 @@ void check_logcumsumexp(double out_ulps, double acc_ulps) {
     ptest::fill(y, [] { return ptest::poison<Y>(); });
     ptest::fill(fin, [] { return ptest::poison<Acc>(); });
 
-    parascan::options<Acc> opts;
-    opts.exclusive = f.exclusive;
-    opts.reverse = f.reverse;
-    opts.initial = f.with_initial ? init.data() : nullptr;
-    opts.final = f.with_final ? fin.data() : nullptr;
+    const auto opts = ptest::options_for<Acc>(f, init.data(), fin.data());
     parascan::logcumsumexp(ptest::exec(), sh.view(x.data(), offs.get(sh)), sh.view(y.data(), offs.get(sh)), opts);
     y.download();
     fin.download();

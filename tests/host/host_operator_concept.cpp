@@ -9,6 +9,8 @@
 
 #include <parascan/parascan.hpp>
 
+#include "support/affine_map.hpp"
+
 using parascan::index_t;
 
 namespace {
@@ -28,17 +30,8 @@ struct masked_dot {
   double lift(float x, double w, std::int8_t keep) const { return keep ? double(x) * w : 0.0; }
 };
 
-// Affine maps x -> a x + b composed in time order; writes x (project) and continues from a given x (seed).
-struct affine {
-  struct value_type {
-    double a, b;
-  };
-  value_type identity() const { return {1.0, 0.0}; }
-  value_type operator()(value_type e, value_type l) const { return {e.a * l.a, l.a * e.b + l.b}; }
-  value_type lift(double a, double b) const { return {a, b}; }
-  double project(value_type s) const { return s.b; }
-  value_type seed(double x) const { return {0.0, x}; }  // the constant map to x
-};
+// Affine maps x -> a x + b composed in time order (project writes x, seed continues from x).
+using affine = ptest::affine_map;
 
 // The same without seed: it cannot take an initial state.
 struct affine_no_seed {

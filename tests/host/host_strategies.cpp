@@ -5,6 +5,7 @@
 // wrong order shows; every option (exclusive, reverse, initial, final) goes through every strategy.
 #include "support/backend_host.hpp"
 #include "support/harness.hpp"
+#include "support/affine_map.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,17 +16,8 @@ using ptest::index_t;
 using ptest::layout_kind;
 using ptest::shape;
 
-// x[t] = a[t] x[t-1] + b[t] as composition of affine maps; writes x, continues from a given x.
-struct affine {
-  struct value_type {
-    double a, b;
-  };
-  value_type identity() const { return {1.0, 0.0}; }
-  value_type operator()(value_type e, value_type l) const { return {e.a * l.a, l.a * e.b + l.b}; }
-  value_type lift(double a, double b) const { return {a, b}; }
-  double project(value_type s) const { return s.b; }
-  value_type seed(double x) const { return {0.0, x}; }
-};
+// Affine maps x -> a x + b composed in time order (project writes x, seed continues from x).
+using affine = ptest::affine_map;
 
 // 2x2 matrix product in time order (earlier on the left), state = output.
 struct mat2 {
@@ -102,11 +94,7 @@ void check(Case& c, const shape& sh, unsigned threads, const ptest::scan_flags& 
       total(sh.count(), c.poison());
   for (auto& v : init) v = c.random_output();
 
-  parascan::options<Y> opts;
-  opts.exclusive = f.exclusive;
-  opts.reverse = f.reverse;
-  opts.initial = f.with_initial ? init.data() : nullptr;
-  opts.final = f.with_final ? fin.data() : nullptr;
+  const auto opts = ptest::options_for<Y>(f, init.data(), fin.data());
   parascan::prefix_scan<Policy>(parascan::host{threads}, c.op, c.inputs(sh, offs), sh.view(y.data(), offs), opts);
   parascan::options<Y> reduce_opts;
   reduce_opts.reverse = f.reverse;

@@ -27,11 +27,7 @@ void check_affine_recurrence(Sweep&& sweep, double ulps) {
     fill(x, [] { return poison_matrix<Vec>(); });
     fill(fin, [] { return poison_matrix<Vec>(); });
 
-    parascan::options<Vec> opts;
-    opts.exclusive = f.exclusive;
-    opts.reverse = f.reverse;
-    opts.initial = f.with_initial ? init.data() : nullptr;
-    opts.final = f.with_final ? fin.data() : nullptr;
+    const auto opts = ptest::options_for<Vec>(f, init.data(), fin.data());
     parascan::affine_recurrence(exec(), sh.view(W.data(), offs.get(sh)), sh.view(b.data(), offs.get(sh)),
                                 sh.view(x.data(), offs.get(sh)), opts);
     x.download();

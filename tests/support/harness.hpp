@@ -90,6 +90,17 @@ inline std::string describe(const scan_flags& f) {
          (f.with_initial ? " +initial" : "") + (f.with_final ? " +final" : "");
 }
 
+/// The options a flag combination stands for, with `initial` and `final` arrays of the backend's memory.
+template <class Y>
+parascan::options<Y> options_for(const scan_flags& f, const Y* initial, Y* final) {
+  parascan::options<Y> opts;
+  opts.exclusive = f.exclusive;
+  opts.reverse = f.reverse;
+  opts.initial = f.with_initial ? initial : nullptr;
+  opts.final = f.with_final ? final : nullptr;
+  return opts;
+}
+
 /// The layouts every operator is tested on.
 enum class layout_kind { single, bdt, btd, strided, packed_td, packed_dt };
 inline const char* name_of(layout_kind k) {

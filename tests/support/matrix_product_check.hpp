@@ -25,11 +25,7 @@ void check_matrix_chain(Sweep&& sweep, double ulps) {
     fill(out, [] { return poison_matrix<Mat>(); });
     fill(fin, [] { return poison_matrix<Mat>(); });
 
-    parascan::options<Mat> opts;
-    opts.exclusive = f.exclusive;
-    opts.reverse = f.reverse;
-    opts.initial = f.with_initial ? init.data() : nullptr;
-    opts.final = f.with_final ? fin.data() : nullptr;
+    const auto opts = ptest::options_for<Mat>(f, init.data(), fin.data());
     parascan::matrix_chain<Order>(exec(), sh.view(m.data(), offs.get(sh)), sh.view(out.data(), offs.get(sh)), opts);
     out.download();
     fin.download();
