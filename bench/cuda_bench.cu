@@ -1,300 +1,1081 @@
-// CUDA benchmark: the engine against a copy kernel and CUB with the same operator, in one run.
-// CUDA events, median of many runs after warm-up, L2 flushed (a 256 MiB memset) before each run.
-// Effective GB/s counts the fewest bytes the scan must move: each input read once, each output written once.
-//   parascan_bench_cuda [--quick]
+// CUDA benchmark of parascan: every case against the copy floor measured in the same run, with CUB
+// baselines where CUB computes the same thing (one long sequence).
+//
+// Rules, for every case:
+//  - inputs are random and never zero (gates in [0.9, 1), tokens in [-1, 1), complex gates of modulus
+//    in [0.9, 1) and random phase); outputs are poisoned (NaN) before the one checked run;
+//  - the checked run is compared once against an fp64 sequential reference computed on the host over a
+//    slice (a few whole sequences: the first, one in the middle, the last; a whole long sequence is
+//    streamed through in chunks); a wrong result prints FAIL with its largest error and is not timed;
+//  - timing: CUDA events around one call, median of --runs (default 20) runs after --warmup (default 3)
+//    untimed calls, L2 flushed by a 256 MiB memset before every run;
+//  - effective GB/s counts the fewest bytes the case must move (each input read once, each output
+//    written once), and "% copy" divides it by the copy floor: the fastest of several copy kernels
+//    (16-byte grid-stride loops, several launch shapes, and cudaMemcpyAsync) on 2 GiB, read + write.
+//
+// Cases (make_cases; --list prints them): the fp32 linear recurrence over (8, 1536, T) bdt for T = 128 ..
+// 65536 and 1000, 5000, 50000 (12 bytes a step); bf16 and fp16 storage with an fp32 state (6 bytes);
+// complex64 (24 bytes); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
+// cumsum (8 bytes), and one sequence of 2^28 next to CUB InclusiveSum; every pointer one element off
+// (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
+// (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
+// with host offsets (lengths uniform in 1..8192, and 4 sequences of 2^18 rows among 4000 of 1..64).
+// --sweep adds the explicit-policy variants that default_policy was chosen from.
+//
+// Usage: parascan_bench_cuda [--quick] [--filter SUBSTR] [--json FILE] [--commit SHA] [--sweep]
+//                            [--runs N] [--warmup N] [--list]
+// JSON: one object per case (and per copy kernel, impl "copy"): impl, case, op, dtype, layout, shape, T,
+// sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, device, commit, status
+// ("ok", "FAIL", "skipped"), and policy / note where they apply. bench/plot.py reads it.
 #include <cub/device/device_scan.cuh>
+#include <cuda/std/complex>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
-
-#include <cuda_bf16.h>
 
 #include <Eigen/Core>
 #include <parascan/cuda.cuh>
+#include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/log_linear_recurrence.hpp>
 #include <parascan/ops/logsumexp.hpp>
 #include <parascan/ops/matrix_product.hpp>
 #include <parascan/parascan.hpp>
 
 namespace {
 
+using parascan::index_t;
+using bf16 = __nv_bfloat16;
+using f16 = __half;
+using c64 = cuda::std::complex<float>;
+using mat4 = Eigen::Matrix4f;
+constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
+
+// ---------------------------------------------------------------------------------------------------
+// Errors: CUDA failures and failed allocations are exceptions, so that one case failing is recorded and
+// the run goes on (unless the CUDA context itself is lost).
+
+struct cuda_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct out_of_memory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
+  if (e != cudaSuccess) throw cuda_failure(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+/// Whether the CUDA context still works after an error (illegal addresses and the like are sticky).
+bool context_alive() {
+  (void)cudaGetLastError();
+  if (cudaDeviceSynchronize() != cudaSuccess) return false;
+  void* p = nullptr;
+  if (cudaMalloc(&p, 256) != cudaSuccess) return false;
+  const bool ok = cudaMemset(p, 0, 256) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess;
+  cudaFree(p);
+  return ok;
 }
 
 template <class T>
 struct device_array {
   T* p = nullptr;
   std::size_t n = 0;
-  explicit device_array(std::size_t count) : n(count) { check(cudaMalloc(&p, std::max<std::size_t>(1, n) * sizeof(T)), "cudaMalloc"); }
+  explicit device_array(std::size_t count) : n(count) {
+    const std::size_t bytes = std::max<std::size_t>(1, n) * sizeof(T);
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      throw out_of_memory("out of device memory allocating " + std::to_string(bytes >> 20) + " MiB");
+    }
+    check(e, "cudaMalloc");
+  }
   ~device_array() { cudaFree(p); }
   device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
+  std::size_t bytes() const { return n * sizeof(T); }
+  /// NaN in every float format (0xff bytes): a scan that skips an output leaves it visible.
+  void poison() { check(cudaMemset(p, 0xff, std::max<std::size_t>(1, n) * sizeof(T)), "poison"); }
 };
 
-/// Uniform floats in [lo, hi): random data, never zeros.
-__global__ void fill_uniform(float* x, std::size_t n, float lo, float hi, unsigned seed) {
+int grid_blocks() {
+  static int blocks = [] {
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return std::max(1, sms) * 8;
+  }();
+  return blocks;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Random inputs, generated on the device from (seed, index): the same seed gives the same data in every
+// case, so that a baseline and parascan see the same numbers.
+
+enum class dist {
+  gate,      // [0.9, 1)
+  token,     // [-1, 1), never zero (odd multiples of 2^-24)
+  log_gate,  // log of a gate
+  matrix,    // [-0.5, 0.5), never zero
+};
+
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// 24 random bits for element i of stream `seed`, and a float drawn from `d` with them.
+__device__ inline float draw(dist d, std::uint64_t seed, std::size_t i) {
+  const std::uint32_t k = std::uint32_t(mix64(seed * 0x9e3779b97f4a7c15ull + i) >> 40);  // 24 bits
+  const float token = float(std::int32_t(2 * k + 1) - (1 << 24)) * 5.9604644775390625e-08f;  // exact, != 0
+  switch (d) {
+    case dist::gate: return 0.9f + 0.1f * float(k) * 5.9604644775390625e-08f;
+    case dist::log_gate: return logf(0.9f + 0.1f * float(k) * 5.9604644775390625e-08f);
+    case dist::matrix: return 0.5f * token;
+    default: return token;
+  }
+}
+
+template <class T>
+__device__ inline T from_float(float v) {
+  return T(v);
+}
+template <>
+__device__ inline bf16 from_float<bf16>(float v) {
+  return __float2bfloat16(v);
+}
+template <>
+__device__ inline f16 from_float<f16>(float v) {
+  return __float2half(v);
+}
+
+template <class T>
+__global__ void fill_kernel(T* x, std::size_t n, dist d, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    x[i] = from_float<T>(draw(d, seed, i));
+}
+/// Complex gates: modulus in [0.9, 1), phase uniform; complex tokens: both parts in [-1, 1).
+__global__ void fill_complex_kernel(c64* x, std::size_t n, dist d, std::uint64_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
-    x[i] = lo + (hi - lo) * float(h & 0xffffff) / float(0x1000000);
-  }
-}
-
-__global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n4) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += std::size_t(gridDim.x) * blockDim.x)
-    out[i] = in[i];
-}
-
-struct timer {
-  device_array<char> flush{std::size_t(256) << 20};
-  cudaEvent_t start, stop;
-  timer() { cudaEventCreate(&start), cudaEventCreate(&stop); }
-  /// Median milliseconds of `runs` timed calls after `warmup` untimed ones, L2 flushed before each.
-  double median_ms(const std::function<void()>& f, int warmup = 3, int runs = 20) {
-    for (int i = 0; i < warmup; ++i) f();
-    std::vector<float> ms;
-    for (int i = 0; i < runs; ++i) {
-      check(cudaMemsetAsync(flush.p, i, flush.n), "flush");
-      cudaEventRecord(start);
-      f();
-      cudaEventRecord(stop);
-      check(cudaEventSynchronize(stop), "run");
-      float t = 0;
-      cudaEventElapsedTime(&t, start, stop);
-      ms.push_back(t);
+    const float u = draw(dist::gate, seed, 2 * i), v = draw(dist::token, seed, 2 * i + 1);
+    if (d == dist::gate) {
+      float s, c;
+      sincospif(v, &s, &c);
+      x[i] = c64(u * c, u * s);
+    } else {
+      x[i] = c64(draw(dist::token, seed, 2 * i), v);
     }
-    check(cudaGetLastError(), "kernel");
-    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-    return ms[ms.size() / 2];
   }
-};
+}
 
-using pair_op = parascan::ops::linear_recurrence<float>;
-struct pair_scan_op {  // CUB's operator on stored pairs
-  __host__ __device__ float2 operator()(const float2& e, const float2& l) const { return {e.x * l.x, l.x * e.y + l.y}; }
-};
-__global__ void interleave(const float* a, const float* b, float2* ab, std::size_t n) {
+template <class T>
+void fill(T* p, std::size_t n, dist d, std::uint64_t seed) {
+  if constexpr (std::is_same<T, c64>::value) {
+    fill_complex_kernel<<<grid_blocks(), 256>>>(p, n, d, seed);
+  } else if constexpr (std::is_same<T, mat4>::value) {
+    fill_kernel<<<grid_blocks(), 256>>>(reinterpret_cast<float*>(p), n * 16, d, seed);
+  } else {
+    fill_kernel<<<grid_blocks(), 256>>>(p, n, d, seed);
+  }
+  check(cudaGetLastError(), "fill");
+}
+
+__global__ void interleave_kernel(const float* a, const float* b, float2* ab, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
     ab[i] = {a[i], b[i]};
 }
 
-struct row {
-  std::string name;
-  double ms, gbs;
-};
-std::vector<row> rows;
-double copy_gbs = 0;
+// ---------------------------------------------------------------------------------------------------
+// Copy kernels for the copy floor: grid-stride loops of 16-byte loads and stores, ILP loads in flight.
 
-void report(const std::string& name, double ms, double bytes) {
-  const double gbs = bytes / ms / 1e6;
-  rows.push_back({name, ms, gbs});
-  std::printf("%-58s %9.3f ms %8.1f GB/s %5.1f%% of copy\n", name.c_str(), ms, gbs, 100 * gbs / copy_gbs);
+template <int ILP>
+__global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n4) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  for (; i + (ILP - 1) * stride < n4; i += ILP * stride) {
+    float4 v[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; ++k) v[k] = in[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < ILP; ++k) out[i + k * stride] = v[k];
+  }
+  for (; i < n4; i += stride) out[i] = in[i];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Records, settings, the timer.
+
+struct record {
+  std::string impl = "parascan", name, op, dtype, layout, policy, note;
+  std::vector<long long> shape;
+  long long T = 0, sequences = 0;
+  double bytes = 0, ms = nan_value, gbs = nan_value, fraction = nan_value;
+  double max_error = nan_value, tolerance = nan_value;
+  std::string status = "skipped";
+
+  std::string shape_text() const {
+    std::string s = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    return s + ")";
+  }
+  /// What --filter matches: "cub linear_recurrence fp32 single (268435456)".
+  std::string label() const {
+    return impl + " " + name + " " + dtype + " " + layout + " " + shape_text() + (policy.empty() ? "" : " " + policy);
+  }
+};
+
+struct settings {
+  bool quick = false, sweep = false, list = false;
+  std::string filter, json, commit = "unknown";
+  int runs = 20, warmup = 3;
+};
+
+struct context {
+  settings opt;
+  std::string device;
+  int sms = 0;
+  double copy_gbs = 0;
+  std::vector<record> records;
+  std::unique_ptr<device_array<char>> flush;    // 256 MiB, memset before every timed run
+  std::unique_ptr<device_array<char>> staging;  // slices downloaded for the checks
+  cudaEvent_t start{}, stop{};
+
+  /// Median milliseconds of opt.runs timed calls after opt.warmup untimed ones, L2 flushed before each.
+  double median_ms(const std::function<void()>& f, int runs = 0) {
+    runs = runs > 0 ? runs : opt.runs;
+    for (int i = 0; i < opt.warmup; ++i) f();
+    check(cudaDeviceSynchronize(), "warm-up");
+    std::vector<double> ms;
+    for (int i = 0; i < runs; ++i) {
+      check(cudaMemsetAsync(flush->p, i & 0xff, flush->n), "L2 flush");
+      check(cudaEventRecord(start), "event");
+      f();
+      check(cudaEventRecord(stop), "event");
+      check(cudaEventSynchronize(stop), "timed run");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, start, stop), "event time");
+      ms.push_back(t);
+    }
+    check(cudaGetLastError(), "timed runs");
+    std::sort(ms.begin(), ms.end());
+    const std::size_t h = ms.size() / 2;
+    return ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
+  }
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
+    else o += c;
+  }
+  return o;
+}
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+void write_json(const context& ctx) {
+  if (ctx.opt.json.empty()) return;
+  std::ofstream f(ctx.opt.json);
+  f << "[\n";
+  for (std::size_t i = 0; i < ctx.records.size(); ++i) {
+    const record& r = ctx.records[i];
+    f << "  {\"impl\": \"" << json_escape(r.impl) << "\", \"case\": \"" << json_escape(r.name) << "\", \"op\": \""
+      << json_escape(r.op) << "\", \"dtype\": \"" << r.dtype << "\", \"layout\": \"" << r.layout << "\", \"shape\": [";
+    for (std::size_t k = 0; k < r.shape.size(); ++k) f << (k ? ", " : "") << r.shape[k];
+    f << "], \"T\": " << r.T << ", \"sequences\": " << r.sequences << ", \"bytes\": " << json_number(r.bytes)
+      << ", \"ms\": " << json_number(r.ms) << ", \"gbs\": " << json_number(r.gbs)
+      << ", \"fraction_of_copy\": " << json_number(r.fraction) << ", \"copy_gbs\": " << json_number(ctx.copy_gbs)
+      << ", \"max_error\": " << json_number(r.max_error) << ", \"tolerance\": " << json_number(r.tolerance)
+      << ", \"device\": \"" << json_escape(ctx.device) << "\", \"commit\": \"" << json_escape(ctx.opt.commit)
+      << "\", \"status\": \"" << r.status << "\"";
+    if (!r.policy.empty()) f << ", \"policy\": \"" << json_escape(r.policy) << "\"";
+    if (!r.note.empty()) f << ", \"note\": \"" << json_escape(r.note) << "\"";
+    f << "}" << (i + 1 < ctx.records.size() ? "," : "") << "\n";
+  }
+  f << "]\n";
+}
+
+void print_header() {
+  std::printf("%-8s %-36s %-22s %-9s %-9s %10s %8s %7s  %s\n", "impl", "case", "shape", "dtype", "layout", "ms", "GB/s",
+              "% copy", "check (max error / tolerance)");
+}
+void print_row(const record& r) {
+  char err[96] = "";
+  if (std::isfinite(r.max_error) || std::isfinite(r.tolerance))
+    std::snprintf(err, sizeof err, " (%.2g / %.2g)", r.max_error, r.tolerance);
+  const std::string name = r.policy.empty() ? r.name : r.name + " " + r.policy;
+  if (r.status == "ok")
+    std::printf("%-8s %-36s %-22s %-9s %-9s %10.4f %8.1f %6.1f%%  ok%s\n", r.impl.c_str(), name.c_str(),
+                r.shape_text().c_str(), r.dtype.c_str(), r.layout.c_str(), r.ms, r.gbs, 100 * r.fraction, err);
+  else
+    std::printf("%-8s %-36s %-22s %-9s %-9s %10s %8s %7s  %s%s%s%s\n", r.impl.c_str(), name.c_str(),
+                r.shape_text().c_str(), r.dtype.c_str(), r.layout.c_str(), "-", "-", "-", r.status.c_str(), err,
+                r.note.empty() ? "" : ": ", r.note.c_str());
   std::fflush(stdout);
 }
 
-/// Times one call under an explicit policy (the sweep that chose default_policy's values).
-template <class Policy, class Call>
-void bench_variant(timer& tm, const std::string& label, double bytes, Call&& call) {
-  const double ms = tm.median_ms([&] { call(Policy{}); });
-  report("  policy " + label, ms, bytes);
+// ---------------------------------------------------------------------------------------------------
+// Checks: slices of the device data downloaded and compared with an fp64 sequential reference.
+
+double to_host(float x) { return x; }
+double to_host(bf16 x) { return double(__bfloat162float(x)); }
+double to_host(f16 x) { return double(__half2float(x)); }
+std::complex<double> to_host(const c64& x) { return {x.real(), x.imag()}; }
+
+template <class T>
+using host_vec = std::vector<std::remove_const_t<T>>;
+
+template <class T>
+__global__ void gather_kernel(const T* base, index_t stride, index_t n, T* out) {
+  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n; i += index_t(gridDim.x) * blockDim.x)
+    out[i] = base[i * stride];
 }
 
-template <class Policy = parascan::use_default_policy>
-void bench_policy(timer& tm, const char* label, float* a, float* b, float* x, long B, long D, long T) {
-  const auto view = [&](float* p) { return parascan::bdt(p, B, D, T); };
-  const double ms = tm.median_ms([&] {
-    parascan::prefix_scan<Policy>(parascan::cuda{}, pair_op{}, parascan::inputs(view(a), view(b)), view(x));
-  });
-  char name[128];
-  std::snprintf(name, sizeof name, "  policy %s (%ld,%ld,%ld) bdt", label, B, D, T);
-  report(name, ms, 12.0 * B * D * T);
+/// Steps [t0, t0 + m) of sequence s of view v (host offsets for packed views) into h.
+template <class T>
+void fetch(context& ctx, const parascan::sequences<T>& v, index_t s, index_t t0, index_t m, host_vec<T>& h) {
+  using U = std::remove_const_t<T>;
+  const parascan::cursor<T> c = v.cursor_of(s);
+  U* stage = reinterpret_cast<U*>(ctx.staging->p);
+  gather_kernel<U><<<grid_blocks(), 256>>>(c.base + t0 * c.stride, c.stride, m, stage);
+  check(cudaGetLastError(), "gather");
+  h.resize(std::size_t(m));
+  check(cudaMemcpy(h.data(), stage, std::size_t(m) * sizeof(U), cudaMemcpyDeviceToHost), "download");
 }
 
-void bench_linear_recurrence(timer& tm, long B, long D, long T, bool btd, bool policies = false) {
-  const std::size_t n = std::size_t(B) * D * T;
-  device_array<float> a(n), b(n), x(n);
-  fill_uniform<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 1);
-  fill_uniform<<<1024, 256>>>(b.p, n, -1.f, 1.f, 2);
-  const auto view = [&](float* p) { return btd ? parascan::btd(p, B, T, D) : parascan::bdt(p, B, D, T); };
-  const double ms = tm.median_ms([&] { parascan::linear_recurrence(parascan::cuda{}, view(a.p), view(b.p), view(x.p)); });
-  char name[128];
-  std::snprintf(name, sizeof name, "linear_recurrence fp32 (%ld,%ld,%ld) %s", B, D, T, btd ? "btd" : "bdt");
-  report(name, ms, 12.0 * n);
-  if (policies) {
-    using parascan::combine_variant;
-    bench_policy<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "256x8 min4", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "256x4 min4", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<128, 4, combine_variant::automatic, 8>>(tm, "128x4 min8", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<256, 2, combine_variant::automatic, 4>>(tm, "256x2 min4", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<512, 4, combine_variant::automatic, 2>>(tm, "512x4 min2", a.p, b.p, x.p, B, D, T);
-    bench_policy<parascan::cuda_policy<256, 6, combine_variant::automatic, 4>>(tm, "256x6 min4", a.p, b.p, x.p, B, D, T);
+template <class... T>
+constexpr std::size_t largest() {
+  std::size_t m = 1;
+  ((m = std::max(m, sizeof(T))), ...);
+  return m;
+}
+
+template <class Tuple, class... X, std::size_t... K>
+void fetch_inputs(context& ctx, Tuple& h, index_t s, index_t t0, index_t m, std::index_sequence<K...>,
+                  const parascan::sequences<X>&... in) {
+  (fetch(ctx, in, s, t0, m, std::get<K>(h)), ...);
+}
+template <class Step, class Tuple, class Y, std::size_t... K>
+void call_step(Step& step, index_t t, const Y* got, const Tuple& h, std::size_t i, std::index_sequence<K...>) {
+  step(t, got, std::get<K>(h)[i]...);
+}
+
+/// Walks sequence s of the inputs (and of `out` when given) in chunks, calling
+/// step(t, pointer to output t or null, input elements at t...).
+template <class Y, class Step, class... X>
+void walk(context& ctx, index_t s, const parascan::sequences<Y>* out, Step&& step, const parascan::sequences<X>&... in) {
+  const index_t n = std::get<0>(std::tie(in...)).length_of(s);
+  const index_t chunk = index_t(ctx.staging->n / largest<Y, X...>());
+  std::tuple<host_vec<X>...> h;
+  host_vec<Y> got;
+  for (index_t t0 = 0; t0 < n; t0 += chunk) {
+    const index_t m = std::min(chunk, n - t0);
+    fetch_inputs(ctx, h, s, t0, m, std::index_sequence_for<X...>{}, in...);
+    if (out != nullptr) fetch(ctx, *out, s, t0, m, got);
+    for (index_t i = 0; i < m; ++i)
+      call_step(step, t0 + i, out != nullptr ? &got[std::size_t(i)] : static_cast<const std::remove_const_t<Y>*>(nullptr),
+                h, std::size_t(i), std::index_sequence_for<X...>{});
   }
-
-  if (btd) return;
-  // Baseline: CUB's segmented form (scan by key, one key per sequence) over interleaved pairs.
-  device_array<float2> ab(n), out(n);
-  device_array<int> keys(n);
-  interleave<<<1024, 256>>>(a.p, b.p, ab.p, n);
-  std::vector<int> hk(n);
-  for (std::size_t i = 0; i < n; ++i) hk[i] = int(i / T);
-  check(cudaMemcpy(keys.p, hk.data(), n * sizeof(int), cudaMemcpyHostToDevice), "keys");
-  std::size_t temp_bytes = 0;
-  cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, keys.p, ab.p, out.p, pair_scan_op{}, n);
-  device_array<char> temp(temp_bytes);
-  const double cub_ms = tm.median_ms([&] {
-    cub::DeviceScan::InclusiveScanByKey(temp.p, temp_bytes, keys.p, ab.p, out.p, pair_scan_op{}, n);
-  });
-  std::snprintf(name, sizeof name, "  baseline CUB InclusiveScanByKey pairs (%ld,%ld,%ld)", B, D, T);
-  report(name, cub_ms, 12.0 * n);  // same useful bytes as the scan above
 }
 
-void bench_single_sequence(timer& tm, long T) {
-  const std::size_t n = std::size_t(T);
-  device_array<float> a(n), b(n), x(n);
-  fill_uniform<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 3);
-  fill_uniform<<<1024, 256>>>(b.p, n, -1.f, 1.f, 4);
-  const double ms = tm.median_ms([&] {
-    parascan::linear_recurrence(parascan::cuda{}, parascan::single(a.p, T), parascan::single(b.p, T), parascan::single(x.p, T));
-  });
-  char name[128];
-  std::snprintf(name, sizeof name, "linear_recurrence fp32 single T=%ld", T);
-  report(name, ms, 12.0 * n);
-
-  device_array<float2> ab(n), out(n);
-  interleave<<<1024, 256>>>(a.p, b.p, ab.p, n);
-  std::size_t temp_bytes = 0;
-  cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, ab.p, out.p, pair_scan_op{}, int(n));
-  device_array<char> temp(temp_bytes);
-  const double cub_ms = tm.median_ms([&] {
-    cub::DeviceScan::InclusiveScan(temp.p, temp_bytes, ab.p, out.p, pair_scan_op{}, int(n));
-  });
-  std::snprintf(name, sizeof name, "  baseline CUB InclusiveScan pairs single T=%ld", T);
-  report(name, cub_ms, 12.0 * n);
-}
-
-__global__ void to_bf16(const float* x, __nv_bfloat16* y, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    y[i] = __float2bfloat16(x[i]);
-}
-
-/// bf16 gates and tokens, fp32 state, bf16 output: 6 bytes per step.
-void bench_bf16(timer& tm, long B, long D, long T) {
-  const std::size_t n = std::size_t(B) * D * T;
-  device_array<float> tmp(n);
-  device_array<__nv_bfloat16> a(n), b(n), x(n);
-  fill_uniform<<<1024, 256>>>(tmp.p, n, 0.9f, 1.0f, 6);
-  to_bf16<<<1024, 256>>>(tmp.p, a.p, n);
-  fill_uniform<<<1024, 256>>>(tmp.p, n, -1.f, 1.f, 7);
-  to_bf16<<<1024, 256>>>(tmp.p, b.p, n);
-  const double ms = tm.median_ms([&] {
-    parascan::linear_recurrence(parascan::cuda{}, parascan::bdt(a.p, B, D, T), parascan::bdt(b.p, B, D, T),
-                                parascan::bdt(x.p, B, D, T));
-  });
-  char name[128];
-  std::snprintf(name, sizeof name, "linear_recurrence bf16 in/out (%ld,%ld,%ld) bdt", B, D, T);
-  report(name, ms, 6.0 * n);
-  using parascan::combine_variant;
-  const auto call = [&](auto policy) {
-    parascan::prefix_scan<decltype(policy)>(parascan::cuda{}, parascan::ops::linear_recurrence<float>{},
-                                            parascan::inputs(parascan::bdt(a.p, B, D, T), parascan::bdt(b.p, B, D, T)),
-                                            parascan::bdt(x.p, B, D, T));
-  };
-  bench_variant<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "bf16 256x8 min4", 6.0 * n, call);
-  bench_variant<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "bf16 256x4 min4", 6.0 * n, call);
-  bench_variant<parascan::cuda_policy<128, 8, combine_variant::automatic, 8>>(tm, "bf16 128x8 min8", 6.0 * n, call);
-}
-
-struct logaddexp_op {
-  __host__ __device__ float operator()(float a, float b) const { return parascan::ops::logaddexp(a, b); }
+/// The largest error seen and where.
+struct error_meter {
+  double tolerance, worst = 0;
+  std::string where;
+  void add(double e, index_t s, index_t t, double got, double ref) {
+    if (std::isnan(worst) || !(std::isnan(e) || e > worst)) return;  // the first NaN stays the worst
+    worst = e;
+    char b[160];
+    std::snprintf(b, sizeof b, "sequence %lld step %lld: got %.9g, reference %.9g", (long long)s, (long long)t, got, ref);
+    where = b;
+  }
 };
 
-void bench_logcumsumexp(timer& tm, long B, long D, long T) {
-  const std::size_t n = std::size_t(B) * D * T;
-  device_array<float> x(n), y(n);
-  fill_uniform<<<1024, 256>>>(x.p, n, -5.f, 5.f, 8);
-  const double ms = tm.median_ms([&] { parascan::logcumsumexp(parascan::cuda{}, parascan::bdt(x.p, B, D, T), parascan::bdt(y.p, B, D, T)); });
-  char name[128];
-  std::snprintf(name, sizeof name, "logcumsumexp fp32 (%ld,%ld,%ld) bdt", B, D, T);
-  report(name, ms, 8.0 * n);
-  {
-    using parascan::combine_variant;
-    const auto call = [&](auto policy) {
-      parascan::prefix_scan<decltype(policy)>(parascan::cuda{}, parascan::ops::log_add_exp<float>{},
-                                              parascan::bdt(x.p, B, D, T), parascan::bdt(y.p, B, D, T));
-    };
-    bench_variant<parascan::cuda_policy<256, 8, combine_variant::automatic, 4>>(tm, "lse 256x8 min4", 8.0 * n, call);
-    bench_variant<parascan::cuda_policy<256, 4, combine_variant::automatic, 4>>(tm, "lse 256x4 min4", 8.0 * n, call);
-    bench_variant<parascan::cuda_policy<128, 8, combine_variant::automatic, 8>>(tm, "lse 128x8 min8", 8.0 * n, call);
-    bench_variant<parascan::cuda_policy<256, 16, combine_variant::automatic, 2>>(tm, "lse 256x16 min2", 8.0 * n, call);
-  }
-  device_array<int> keys(n);
-  std::vector<int> hk(n);
-  for (std::size_t i = 0; i < n; ++i) hk[i] = int(i / T);
-  check(cudaMemcpy(keys.p, hk.data(), n * sizeof(int), cudaMemcpyHostToDevice), "keys");
-  std::size_t temp_bytes = 0;
-  cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, keys.p, x.p, y.p, logaddexp_op{}, n);
-  device_array<char> temp(temp_bytes);
-  const double cub_ms = tm.median_ms([&] { cub::DeviceScan::InclusiveScanByKey(temp.p, temp_bytes, keys.p, x.p, y.p, logaddexp_op{}, n); });
-  std::snprintf(name, sizeof name, "  baseline CUB InclusiveScanByKey logaddexp (%ld,%ld,%ld)", B, D, T);
-  report(name, cub_ms, 8.0 * n);
+template <class N>
+double real_part(const N& v) {
+  return std::real(v);
 }
 
-/// Cumulative products of 4x4 fp32 matrices: 128 bytes per step.
-void bench_matrix_chain(timer& tm, long count, long T) {
-  using M = Eigen::Matrix4f;
-  const std::size_t n = std::size_t(count) * T;
-  device_array<M> m(n), p(n);
-  fill_uniform<<<1024, 256>>>(reinterpret_cast<float*>(m.p), n * 16, -0.5f, 0.5f, 9);
-  const double ms = tm.median_ms([&] {
-    parascan::matrix_chain(parascan::cuda{}, parascan::bdt(m.p, 1, count, T), parascan::bdt(p.p, 1, count, T));
-  });
-  char name[128];
-  std::snprintf(name, sizeof name, "matrix_chain 4x4 fp32 (%ld sequences x %ld)", count, T);
-  report(name, ms, 128.0 * n);
-  using parascan::combine_variant;
-  const auto call = [&](auto policy) {
-    parascan::prefix_scan<decltype(policy)>(parascan::cuda{}, parascan::ops::matrix_product<M>{},
-                                            parascan::bdt(m.p, 1, count, T), parascan::bdt(p.p, 1, count, T));
+/// Sequences to check out of `count`: the first, one past the middle, the last, and `extra`.
+std::vector<index_t> pick(index_t count, std::vector<index_t> extra = {}) {
+  std::vector<index_t> s = {0, count / 2 + 1, count - 1};
+  s.insert(s.end(), extra.begin(), extra.end());
+  std::vector<index_t> out;
+  for (index_t v : s)
+    if (v >= 0 && v < count && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
+/// x[t] = a[t] x[t-1] + b[t]; error relative to S[t] = |a[t]| S[t-1] + |b[t]|, the size of the terms that
+/// make x[t] (the bound rounding errors scale with; plain relative error is unbounded where x crosses 0).
+/// Checks every output of the picked sequences, or, with `result`, only each sequence's final value.
+template <class G, class X, class Y>
+error_meter check_linear(context& ctx, const parascan::sequences<G>& a, const parascan::sequences<X>& b,
+                         const parascan::sequences<Y>* y, const std::vector<index_t>& seqs, double tol,
+                         const float* result = nullptr) {
+  using N = decltype(to_host(std::declval<std::remove_const_t<G>>()) * to_host(std::declval<std::remove_const_t<X>>()));
+  error_meter m{tol};
+  for (index_t s : seqs) {
+    N x = 0;
+    double S = 0;
+    walk(ctx, s, y,
+         [&](index_t t, const auto* got, const auto& at, const auto& bt) {
+           const auto ah = to_host(at);
+           const auto bh = to_host(bt);
+           x = ah * x + bh;
+           S = std::abs(ah) * S + std::abs(bh);
+           if (got != nullptr) m.add(std::abs(to_host(*got) - x) / S, s, t, real_part(to_host(*got)), real_part(x));
+         },
+         a, b);
+    if (result != nullptr) {
+      float r = 0;
+      check(cudaMemcpy(&r, result + s, sizeof r, cudaMemcpyDeviceToHost), "download result");
+      m.add(std::abs(double(r) - x) / S, s, a.length_of(s) - 1, r, real_part(x));
+    }
+  }
+  return m;
+}
+
+/// Running sum; error relative to the sum of |terms|.
+template <class X, class Y>
+error_meter check_cumsum(context& ctx, const parascan::sequences<X>& in, const parascan::sequences<Y>& y,
+                         const std::vector<index_t>& seqs, double tol) {
+  error_meter m{tol};
+  for (index_t s : seqs) {
+    double x = 0, S = 0;
+    walk(ctx, s, &y,
+         [&](index_t t, const auto* got, const auto& v) {
+           x += to_host(v);
+           S += std::abs(to_host(v));
+           m.add(std::abs(to_host(*got) - x) / S, s, t, to_host(*got), x);
+         },
+         in);
+  }
+  return m;
+}
+
+double log_add_exp(double x, double y) {
+  const double hi = std::max(x, y), lo = std::min(x, y);
+  return hi == -INFINITY ? hi : hi + std::log1p(std::exp(lo - hi));
+}
+
+/// logcumsumexp; absolute error of the log-value relative to 1 + |value|.
+template <class X, class Y>
+error_meter check_logcumsumexp(context& ctx, const parascan::sequences<X>& in, const parascan::sequences<Y>& y,
+                               const std::vector<index_t>& seqs, double tol) {
+  error_meter m{tol};
+  for (index_t s : seqs) {
+    double x = -INFINITY;
+    walk(ctx, s, &y,
+         [&](index_t t, const auto* got, const auto& v) {
+           x = log_add_exp(x, to_host(v));
+           m.add(std::abs(to_host(*got) - x) / (1 + std::abs(x)), s, t, to_host(*got), x);
+         },
+         in);
+  }
+  return m;
+}
+
+/// The log-space linear recurrence: log x[t] = logaddexp(log a[t] + log x[t-1], log b[t]).
+template <class X, class Y>
+error_meter check_log_linear(context& ctx, const parascan::sequences<X>& la, const parascan::sequences<X>& lb,
+                             const parascan::sequences<Y>& y, const std::vector<index_t>& seqs, double tol) {
+  error_meter m{tol};
+  for (index_t s : seqs) {
+    double x = -INFINITY;
+    walk(ctx, s, &y,
+         [&](index_t t, const auto* got, const auto& a, const auto& b) {
+           x = log_add_exp(to_host(a) + x, to_host(b));
+           m.add(std::abs(to_host(*got) - x) / (1 + std::abs(x)), s, t, to_host(*got), x);
+         },
+         la, lb);
+  }
+  return m;
+}
+
+/// Cumulative 4x4 products P[t] = P[t-1] M[t]; error relative to the largest entry of |M0| ... |Mt|.
+error_meter check_matrix_chain(context& ctx, const parascan::sequences<mat4>& in, const parascan::sequences<mat4>& y,
+                               const std::vector<index_t>& seqs, double tol) {
+  error_meter m{tol};
+  for (index_t s : seqs) {
+    Eigen::Matrix4d P = Eigen::Matrix4d::Identity(), A = Eigen::Matrix4d::Identity();
+    walk(ctx, s, &y,
+         [&](index_t t, const mat4* got, const mat4& v) {
+           P = P * v.cast<double>();
+           A = A * v.cast<double>().cwiseAbs();
+           const double e = (got->cast<double>() - P).cwiseAbs().maxCoeff() / std::max(A.maxCoeff(), 1e-300);
+           m.add(e, s, t, (*got)(0, 0), P(0, 0));
+         },
+         in);
+  }
+  return m;
+}
+
+/// Tolerances (relative to the terms' size, see the checks): fp32 and complex64 states ~ 1e-5; a 16-bit
+/// output adds its own rounding (bf16 2^-9, fp16 2^-12 relative).
+template <class Y>
+double tolerance_for() {
+  if constexpr (std::is_same<Y, bf16>::value) return 1e-2;
+  else if constexpr (std::is_same<Y, f16>::value) return 2e-3;
+  else return 1e-5;
+}
+template <class T>
+const char* dtype_name() {
+  if constexpr (std::is_same<T, bf16>::value) return "bf16";
+  else if constexpr (std::is_same<T, f16>::value) return "fp16";
+  else if constexpr (std::is_same<T, c64>::value) return "complex64";
+  else return "fp32";
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Running one case: poison, one checked run, then timing.
+
+/// Runs `call` once over poisoned outputs, checks it, and times it when the check passes.
+void measure(context& ctx, record& r, const std::function<void()>& poison, const std::function<void()>& call,
+             const std::function<error_meter()>& verify) {
+  poison();
+  call();
+  check(cudaDeviceSynchronize(), "checked run");
+  const error_meter m = verify();
+  r.max_error = m.worst;
+  r.tolerance = m.tolerance;
+  if (!(m.worst <= m.tolerance)) {
+    r.status = "FAIL";
+    r.note = m.where;
+    return;
+  }
+  r.ms = ctx.median_ms(call);
+  r.gbs = r.bytes / r.ms / 1e6;
+  r.fraction = r.gbs / ctx.copy_gbs;
+  r.status = "ok";
+}
+
+struct user_recurrence;
+
+/// x[t] = a[t] x[t-1] + b[t] with gates, tokens and outputs stored as S, (B, D, T) or (B, T, D), every
+/// pointer `offset` elements past an allocation (unaligned for offset 1); Policy: the default (through
+/// the library's linear_recurrence wrapper) or an explicit one; Op = user_recurrence uses the user functor.
+template <class S, class Policy = parascan::use_default_policy, class Op = void>
+void run_linear(context& ctx, record& r, index_t B, index_t D, index_t T, bool btd, index_t offset = 0) {
+  const std::size_t n = std::size_t(B * D * T) + std::size_t(offset);
+  device_array<S> a(n), b(n), x(n);
+  fill(a.p, n, dist::gate, 1);
+  fill(b.p, n, dist::token, 2);
+  const auto view = [&](S* p) { return btd ? parascan::btd(p + offset, B, T, D) : parascan::bdt(p + offset, B, D, T); };
+  const auto va = view(a.p), vb = view(b.p), vx = view(x.p);
+  measure(
+      ctx, r, [&] { x.poison(); },
+      [&] {
+        if constexpr (!std::is_void<Op>::value)
+          parascan::prefix_scan<Policy>(parascan::cuda{}, Op{}, parascan::inputs(va, vb), vx);
+        else if constexpr (std::is_same<Policy, parascan::use_default_policy>::value)
+          parascan::linear_recurrence(parascan::cuda{}, va, vb, vx);
+        else
+          parascan::prefix_scan<Policy>(parascan::cuda{}, parascan::ops::linear_recurrence_for<S, S>{},
+                                        parascan::inputs(va, vb), vx);
+      },
+      [&] { return check_linear(ctx, va, vb, &vx, pick(B * D), tolerance_for<S>()); });
+}
+
+/// The final state only: reduce_scan of the recurrence, one float per sequence.
+void run_reduce(context& ctx, record& r, index_t B, index_t D, index_t T) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> a(n), b(n), result(std::size_t(B * D));
+  fill(a.p, n, dist::gate, 1);
+  fill(b.p, n, dist::token, 2);
+  const auto va = parascan::bdt(a.p, B, D, T), vb = parascan::bdt(b.p, B, D, T);
+  measure(
+      ctx, r, [&] { result.poison(); },
+      [&] {
+        parascan::reduce_scan(parascan::cuda{}, parascan::ops::linear_recurrence<float>{}, parascan::inputs(va, vb),
+                              result.p);
+      },
+      [&] {
+        return check_linear(ctx, va, vb, static_cast<const parascan::sequences<float>*>(nullptr), pick(B * D), 1e-5,
+                            result.p);
+      });
+}
+
+/// A user functor for the same recurrence, written here (not the library's operator).
+struct user_recurrence {
+  struct value_type {
+    float a, b;
   };
-  bench_variant<parascan::cuda_policy<64, 2>>(tm, "mat4 64x2", 128.0 * n, call);
-  bench_variant<parascan::cuda_policy<128, 1>>(tm, "mat4 128x1", 128.0 * n, call);
-  bench_variant<parascan::cuda_policy<128, 1, combine_variant::sequential>>(tm, "mat4 128 sequential", 128.0 * n, call);
-  bench_variant<parascan::cuda_policy<64, 1, combine_variant::sequential>>(tm, "mat4 64 sequential", 128.0 * n, call);
+  PARASCAN_HD value_type identity() const { return {1.f, 0.f}; }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return {earlier.a * later.a, later.a * earlier.b + later.b};
+  }
+  PARASCAN_HD value_type lift(float a, float b) const { return {a, b}; }
+  PARASCAN_HD float project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(float x0) const { return {1.f, x0}; }
+};
+
+/// One sequence of T steps: parascan (single view) or CUB InclusiveScan over interleaved (a, b) pairs.
+struct pair_scan_op {
+  __host__ __device__ float2 operator()(const float2& e, const float2& l) const { return {e.x * l.x, l.x * e.y + l.y}; }
+};
+
+void run_single_linear(context& ctx, record& r, index_t T, bool cub) {
+  const std::size_t n = std::size_t(T);
+  if (!cub) {
+    device_array<float> a(n), b(n), x(n);
+    fill(a.p, n, dist::gate, 1);
+    fill(b.p, n, dist::token, 2);
+    const auto va = parascan::single(a.p, T), vb = parascan::single(b.p, T), vx = parascan::single(x.p, T);
+    measure(
+        ctx, r, [&] { x.poison(); }, [&] { parascan::linear_recurrence(parascan::cuda{}, va, vb, vx); },
+        [&] { return check_linear(ctx, va, vb, &vx, {0}, 1e-5); });
+    return;
+  }
+  device_array<float2> ab(n), out(n);
+  {
+    device_array<float> a(n), b(n);  // the same numbers as the parascan case
+    fill(a.p, n, dist::gate, 1);
+    fill(b.p, n, dist::token, 2);
+    interleave_kernel<<<grid_blocks(), 256>>>(a.p, b.p, ab.p, n);
+    check(cudaDeviceSynchronize(), "interleave");
+  }
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, ab.p, out.p, pair_scan_op{}, int(n)), "cub");
+  device_array<char> temp(temp_bytes);
+  float* const pa = reinterpret_cast<float*>(ab.p);
+  float* const po = reinterpret_cast<float*>(out.p);
+  measure(
+      ctx, r, [&] { out.poison(); },
+      [&] { check(cub::DeviceScan::InclusiveScan(temp.p, temp_bytes, ab.p, out.p, pair_scan_op{}, int(n)), "cub"); },
+      [&] {
+        const auto y = parascan::single(po + 1, T, 2);
+        return check_linear(ctx, parascan::single(pa, T, 2), parascan::single(pa + 1, T, 2), &y, {0}, 1e-5);
+      });
+}
+
+/// Scalar cumsum over (B, D, T), or one sequence (B = D = 1, single) with parascan or CUB InclusiveSum.
+void run_cumsum(context& ctx, record& r, index_t B, index_t D, index_t T, bool single, bool cub) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> in(n), out(n);
+  fill(in.p, n, dist::token, 2);
+  const auto view = [&](float* p) { return single ? parascan::single(p, T) : parascan::bdt(p, B, D, T); };
+  const auto vi = view(in.p), vo = view(out.p);
+  std::unique_ptr<device_array<char>> temp;
+  std::size_t temp_bytes = 0;
+  if (cub) {
+    check(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, in.p, out.p, int(n)), "cub");
+    temp = std::make_unique<device_array<char>>(temp_bytes);
+  }
+  measure(
+      ctx, r, [&] { out.poison(); },
+      [&] {
+        if (cub) check(cub::DeviceScan::InclusiveSum(temp->p, temp_bytes, in.p, out.p, int(n)), "cub");
+        else parascan::cumsum(parascan::cuda{}, vi, vo);
+      },
+      [&] { return check_cumsum(ctx, vi, vo, pick(vi.count()), 1e-5); });
+}
+
+void run_logcumsumexp(context& ctx, record& r, index_t B, index_t D, index_t T) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> in(n), out(n);
+  fill(in.p, n, dist::token, 2);
+  const auto vi = parascan::bdt(in.p, B, D, T), vo = parascan::bdt(out.p, B, D, T);
+  measure(
+      ctx, r, [&] { out.poison(); }, [&] { parascan::logcumsumexp(parascan::cuda{}, vi, vo); },
+      [&] { return check_logcumsumexp(ctx, vi, vo, pick(B * D), 2e-5); });
+}
+
+void run_log_linear(context& ctx, record& r, index_t B, index_t D, index_t T) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> la(n), lb(n), lx(n);
+  fill(la.p, n, dist::log_gate, 1);
+  fill(lb.p, n, dist::token, 2);
+  const auto va = parascan::bdt(la.p, B, D, T), vb = parascan::bdt(lb.p, B, D, T), vx = parascan::bdt(lx.p, B, D, T);
+  measure(
+      ctx, r, [&] { lx.poison(); }, [&] { parascan::log_linear_recurrence(parascan::cuda{}, va, vb, vx); },
+      [&] { return check_log_linear(ctx, va, vb, vx, pick(B * D), 2e-5); });
+}
+
+/// Packed (total, D) batch with host offsets (cu_seqlens); checks the first, the last and the longest.
+void run_packed(context& ctx, record& r, const std::vector<index_t>& offsets, index_t D) {
+  const index_t N = index_t(offsets.size()) - 1, total = offsets.back();
+  const std::size_t n = std::size_t(total * D);
+  index_t longest = 0;
+  for (index_t i = 0; i < N; ++i)
+    if (offsets[i + 1] - offsets[i] > offsets[longest + 1] - offsets[longest]) longest = i;
+  device_array<float> a(n), b(n), x(n);
+  fill(a.p, n, dist::gate, 1);
+  fill(b.p, n, dist::token, 2);
+  const auto view = [&](float* p) { return parascan::packed_td(p, offsets.data(), N, D); };
+  const auto va = view(a.p), vb = view(b.p), vx = view(x.p);
+  measure(
+      ctx, r, [&] { x.poison(); }, [&] { parascan::linear_recurrence(parascan::cuda{}, va, vb, vx); },
+      [&] { return check_linear(ctx, va, vb, &vx, pick(N * D, {longest * D + D / 3}), 1e-5); });
+}
+
+/// Sweep only: cumulative 4x4 fp32 matrix products over (1, count, T).
+template <class Policy = parascan::use_default_policy>
+void run_matrix_chain(context& ctx, record& r, index_t count, index_t T) {
+  const std::size_t n = std::size_t(count * T);
+  device_array<mat4> m(n), p(n);
+  fill(m.p, n, dist::matrix, 9);
+  const auto vm = parascan::bdt(m.p, 1, count, T), vp = parascan::bdt(p.p, 1, count, T);
+  measure(
+      ctx, r, [&] { p.poison(); },
+      [&] {
+        if constexpr (std::is_same<Policy, parascan::use_default_policy>::value)
+          parascan::matrix_chain(parascan::cuda{}, vm, vp);
+        else
+          parascan::prefix_scan<Policy>(parascan::cuda{}, parascan::ops::matrix_product<mat4>{}, vm, vp);
+      },
+      [&] { return check_matrix_chain(ctx, vm, vp, pick(count), 1e-4); });
+}
+
+/// Sweep only: logcumsumexp under an explicit policy.
+template <class Policy>
+void run_logcumsumexp_policy(context& ctx, record& r, index_t B, index_t D, index_t T) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> in(n), out(n);
+  fill(in.p, n, dist::token, 2);
+  const auto vi = parascan::bdt(in.p, B, D, T), vo = parascan::bdt(out.p, B, D, T);
+  measure(
+      ctx, r, [&] { out.poison(); },
+      [&] { parascan::prefix_scan<Policy>(parascan::cuda{}, parascan::ops::log_add_exp<float>{}, vi, vo); },
+      [&] { return check_logcumsumexp(ctx, vi, vo, pick(B * D), 2e-5); });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The cases.
+
+struct bench_case {
+  record r;
+  bool quick = false;
+  std::function<void(context&, record&)> run;
+};
+
+std::string policy_name(int threads, int items, const char* combine, int min_blocks) {
+  return "<" + std::to_string(threads) + "," + std::to_string(items) + "," + combine + ",min" +
+         std::to_string(min_blocks) + ">";
+}
+
+/// Packed lengths: (a) uniform in 1..8192 until `total_rows` rows in all (the last one cut);
+/// (b) `short_count` sequences of 1..64 rows with `long_count` of `long_rows` rows spread among them.
+std::vector<index_t> realistic_offsets(index_t total_rows) {
+  std::mt19937_64 g(11);
+  std::uniform_int_distribution<index_t> len(1, 8192);
+  std::vector<index_t> off = {0};
+  while (off.back() < total_rows) off.push_back(std::min(total_rows, off.back() + len(g)));
+  return off;
+}
+std::vector<index_t> skewed_offsets(index_t short_count, index_t long_count, index_t long_rows) {
+  std::mt19937_64 g(12);
+  std::uniform_int_distribution<index_t> len(1, 64);
+  std::vector<index_t> off = {0};
+  const index_t every = short_count / long_count;
+  for (index_t i = 0; i < short_count; ++i) {
+    if (i % every == every / 2 && (i / every) < long_count) off.push_back(off.back() + long_rows);
+    off.push_back(off.back() + len(g));
+  }
+  return off;
+}
+
+std::vector<bench_case> make_cases(bool sweep) {
+  std::vector<bench_case> cases;
+  using fn = std::function<void(context&, record&)>;
+  const auto add = [&](std::string impl, std::string name, std::string op, std::string dtype, std::string layout,
+                       std::vector<long long> shape, long long T, long long sequences, double bytes_per_step,
+                       long long steps, bool quick, fn run, std::string policy = "") {
+    bench_case c;
+    c.r.impl = std::move(impl), c.r.name = std::move(name), c.r.op = std::move(op), c.r.dtype = std::move(dtype);
+    c.r.layout = std::move(layout), c.r.shape = std::move(shape), c.r.T = T, c.r.sequences = sequences;
+    c.r.bytes = bytes_per_step * double(steps), c.r.policy = std::move(policy);
+    c.quick = quick, c.run = std::move(run);
+    cases.push_back(std::move(c));
+  };
+  const long long B = 8, D = 1536;
+  const auto bdt_shape = [&](long long T) { return std::vector<long long>{B, D, T}; };
+  const auto in = [](long long T, std::initializer_list<long long> set) {
+    return std::find(set.begin(), set.end(), T) != set.end();
+  };
+
+  for (long long T : {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1000, 5000, 50000})
+    add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "bdt", bdt_shape(T), T, B * D, 12, B * D * T,
+        in(T, {1024, 4096, 65536}), [=](context& c, record& r) { run_linear<float>(c, r, B, D, T, false); });
+  for (long long T : {1024, 4096, 16384, 65536}) {
+    add("parascan", "linear_recurrence", "linear_recurrence", "bf16", "bdt", bdt_shape(T), T, B * D, 6, B * D * T,
+        T == 4096, [=](context& c, record& r) { run_linear<bf16>(c, r, B, D, T, false); });
+    add("parascan", "linear_recurrence", "linear_recurrence", "fp16", "bdt", bdt_shape(T), T, B * D, 6, B * D * T,
+        false, [=](context& c, record& r) { run_linear<f16>(c, r, B, D, T, false); });
+  }
+  for (long long T : {4096, 65536})
+    add("parascan", "linear_recurrence", "linear_recurrence", "complex64", "bdt", bdt_shape(T), T, B * D, 24,
+        B * D * T, false, [=](context& c, record& r) { run_linear<c64>(c, r, B, D, T, false); });
+  add("parascan", "reduce_scan linear_recurrence", "linear_recurrence (final state)", "fp32", "bdt", bdt_shape(65536),
+      65536, B * D, 8, B * D * 65536, false, [=](context& c, record& r) { run_reduce(c, r, B, D, 65536); });
+  for (long long T : {4096, 65536})
+    add("parascan", "user functor linear_recurrence", "prefix_scan(user_recurrence)", "fp32", "bdt", bdt_shape(T), T,
+        B * D, 12, B * D * T, false, [=](context& c, record& r) {
+          run_linear<float, parascan::use_default_policy, user_recurrence>(c, r, B, D, T, false);
+        });
+  for (long long T : {4096, 65536})
+    add("parascan", "cumsum", "cumsum", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
+        [=](context& c, record& r) { run_cumsum(c, r, B, D, T, false, false); });
+  const long long big = 1ll << 28;
+  add("parascan", "cumsum", "cumsum", "fp32", "single", {big}, big, 1, 8, big, false,
+      [=](context& c, record& r) { run_cumsum(c, r, 1, 1, big, true, false); });
+  add("cub", "cumsum", "cub::DeviceScan::InclusiveSum", "fp32", "single", {big}, big, 1, 8, big, false,
+      [=](context& c, record& r) { run_cumsum(c, r, 1, 1, big, true, true); });
+  for (long long T : {4096, 65536})
+    add("parascan", "linear_recurrence unaligned", "linear_recurrence", "fp32", "bdt", bdt_shape(T), T, B * D, 12,
+        B * D * T, false, [=](context& c, record& r) { run_linear<float>(c, r, B, D, T, false, 1); });
+  add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "single", {big}, big, 1, 12, big, true,
+      [=](context& c, record& r) { run_single_linear(c, r, big, false); });
+  add("cub", "linear_recurrence", "cub::DeviceScan::InclusiveScan(float2 pairs)", "fp32", "single", {big}, big, 1, 12,
+      big, true, [=](context& c, record& r) { run_single_linear(c, r, big, true); });
+  const long long T24 = 1ll << 24;
+  add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "bdt", {1, 16, T24}, T24, 16, 12, 16 * T24, false,
+      [=](context& c, record& r) { run_linear<float>(c, r, 1, 16, T24, false); });
+  for (long long T : {4096, 65536})
+    add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "btd", {B, T, D}, T, B * D, 12, B * D * T,
+        T == 4096, [=](context& c, record& r) { run_linear<float>(c, r, B, D, T, true); });
+  for (long long T : {4096, 65536})
+    add("parascan", "logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
+        [=](context& c, record& r) { run_logcumsumexp(c, r, B, D, T); });
+  add("parascan", "log_linear_recurrence", "log_linear_recurrence", "fp32", "bdt", bdt_shape(65536), 65536, B * D, 12,
+      B * D * 65536, false, [=](context& c, record& r) { run_log_linear(c, r, B, D, 65536); });
+  const long long PD = 64;
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<index_t> off = k == 0 ? realistic_offsets((index_t(1) << 26) / PD) : skewed_offsets(4000, 4, 1 << 18);
+    const long long N = (long long)off.size() - 1, total = off.back();
+    long long longest = 0;
+    for (std::size_t i = 0; i + 1 < off.size(); ++i) longest = std::max<long long>(longest, off[i + 1] - off[i]);
+    add("parascan", k == 0 ? "packed linear_recurrence (realistic)" : "packed linear_recurrence (skewed)",
+        "linear_recurrence", "fp32", "packed_td", {N, total, PD}, longest, N * PD, 12, total * PD, false,
+        [=](context& c, record& r) { run_packed(c, r, off, PD); });
+  }
+
+  if (sweep) {  // the policy sweep that chose default_policy's values (--sweep)
+    using parascan::combine_variant;
+    using parascan::cuda_policy;
+    constexpr auto A = combine_variant::automatic;
+    const long long T = 4096;
+    const auto lin = [&](auto policy, const std::string& name) {
+      using P = decltype(policy);
+      add("parascan", "sweep linear_recurrence", "linear_recurrence", "fp32", "bdt", bdt_shape(T), T, B * D, 12,
+          B * D * T, false, [=](context& c, record& r) { run_linear<float, P>(c, r, B, D, T, false); }, name);
+    };
+    lin(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
+    lin(cuda_policy<256, 4, A, 4>{}, policy_name(256, 4, "auto", 4));
+    lin(cuda_policy<128, 4, A, 8>{}, policy_name(128, 4, "auto", 8));
+    lin(cuda_policy<128, 8, A, 8>{}, policy_name(128, 8, "auto", 8));
+    lin(cuda_policy<256, 2, A, 4>{}, policy_name(256, 2, "auto", 4));
+    lin(cuda_policy<512, 4, A, 2>{}, policy_name(512, 4, "auto", 2));
+    lin(cuda_policy<256, 6, A, 4>{}, policy_name(256, 6, "auto", 4));
+    const auto lin_btd = [&](auto policy, const std::string& name) {
+      using P = decltype(policy);
+      add("parascan", "sweep linear_recurrence", "linear_recurrence", "fp32", "btd", {B, T, D}, T, B * D, 12,
+          B * D * T, false, [=](context& c, record& r) { run_linear<float, P>(c, r, B, D, T, true); }, name);
+    };
+    lin_btd(cuda_policy<128, 4, A, 8>{}, policy_name(128, 4, "auto", 8));
+    lin_btd(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
+    lin_btd(cuda_policy<128, 16, A, 4>{}, policy_name(128, 16, "auto", 4));
+    const auto half = [&](auto policy, const std::string& name) {
+      using P = decltype(policy);
+      add("parascan", "sweep linear_recurrence", "linear_recurrence", "bf16", "bdt", bdt_shape(T), T, B * D, 6,
+          B * D * T, false, [=](context& c, record& r) { run_linear<bf16, P>(c, r, B, D, T, false); }, name);
+    };
+    half(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
+    half(cuda_policy<256, 4, A, 4>{}, policy_name(256, 4, "auto", 4));
+    half(cuda_policy<128, 8, A, 8>{}, policy_name(128, 8, "auto", 8));
+    const auto lse = [&](auto policy, const std::string& name) {
+      using P = decltype(policy);
+      add("parascan", "sweep logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
+          [=](context& c, record& r) { run_logcumsumexp_policy<P>(c, r, B, D, T); }, name);
+    };
+    lse(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
+    lse(cuda_policy<256, 4, A, 4>{}, policy_name(256, 4, "auto", 4));
+    lse(cuda_policy<128, 8, A, 8>{}, policy_name(128, 8, "auto", 8));
+    lse(cuda_policy<256, 16, A, 2>{}, policy_name(256, 16, "auto", 2));
+    const auto chain = [&](auto policy, const std::string& name, long long count, long long len) {
+      using P = decltype(policy);
+      add("parascan", "sweep matrix_chain 4x4", "matrix_chain", "fp32", "bdt", {1, count, len}, len, count, 128,
+          count * len, false, [=](context& c, record& r) { run_matrix_chain<P>(c, r, count, len); }, name);
+    };
+    chain(parascan::use_default_policy{}, "<default>", 4096, 4096);
+    chain(cuda_policy<64, 2>{}, policy_name(64, 2, "auto", 1), 4096, 4096);
+    chain(cuda_policy<128, 1>{}, policy_name(128, 1, "auto", 1), 4096, 4096);
+    chain(cuda_policy<128, 1, combine_variant::sequential>{}, policy_name(128, 1, "sequential", 1), 4096, 4096);
+    chain(cuda_policy<64, 1, combine_variant::sequential>{}, policy_name(64, 1, "sequential", 1), 4096, 4096);
+    chain(parascan::use_default_policy{}, "<default>", 8, 1 << 20);
+  }
+  return cases;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The copy floor.
+
+void measure_copy_floor(context& ctx) {
+  const std::size_t n4 = std::size_t(1) << 27;  // 2 GiB read, 2 GiB written
+  device_array<float4> in(n4), out(n4);
+  fill(reinterpret_cast<float*>(in.p), n4 * 4, dist::token, 5);
+  const double bytes = 2.0 * double(n4 * sizeof(float4));
+  struct variant {
+    std::string name;
+    std::function<void()> run;
+  };
+  std::vector<variant> variants;
+  for (int per_sm : {4, 8, 16})
+    for (int threads : {256, 512})
+      variants.push_back({"float4 grid-stride, " + std::to_string(per_sm) + " blocks/SM x " + std::to_string(threads),
+                          [&, per_sm, threads] { copy_kernel<1><<<ctx.sms * per_sm, threads>>>(in.p, out.p, n4); }});
+  for (int per_sm : {4, 8})
+    variants.push_back({"float4 x4 in flight, " + std::to_string(per_sm) + " blocks/SM x 256",
+                        [&, per_sm] { copy_kernel<4><<<ctx.sms * per_sm, 256>>>(in.p, out.p, n4); }});
+  variants.push_back({"cudaMemcpyAsync device to device",
+                      [&] { check(cudaMemcpyAsync(out.p, in.p, n4 * sizeof(float4), cudaMemcpyDeviceToDevice), "copy"); }});
+  std::printf("copy floor: 2 GiB copies (read + write counted), median of %d runs, L2 flushed\n", ctx.opt.runs);
+  for (const variant& v : variants) {
+    const double ms = ctx.median_ms(v.run);
+    const double gbs = bytes / ms / 1e6;
+    std::printf("  %-44s %8.3f ms %8.1f GB/s\n", v.name.c_str(), ms, gbs);
+    ctx.copy_gbs = std::max(ctx.copy_gbs, gbs);
+    record r;
+    r.impl = "copy", r.name = "copy: " + v.name, r.op = "copy", r.dtype = "fp32x4", r.layout = "flat";
+    r.shape = {(long long)(n4 * 4)}, r.T = 0, r.sequences = 1, r.bytes = bytes, r.ms = ms, r.gbs = gbs;
+    r.status = "ok";
+    ctx.records.push_back(r);
+  }
+  for (record& r : ctx.records) r.fraction = r.gbs / ctx.copy_gbs;
+  std::printf("copy floor (fastest): %.1f GB/s\n\n", ctx.copy_gbs);
+}
+
+void usage() {
+  std::printf(
+      "usage: parascan_bench_cuda [options]\n"
+      "  --quick          a subset in under a minute (fp32 T = 1024, 4096, 65536; bf16 4096; one sequence\n"
+      "                   of 2^28 with CUB; btd 4096)\n"
+      "  --filter SUBSTR  only the cases whose label contains SUBSTR; a label is\n"
+      "                   \"impl case dtype layout (shape)\", e.g. \"parascan linear_recurrence fp32 bdt (8,1536,4096)\"\n"
+      "  --json FILE      write one JSON object per case (and per copy kernel, impl \"copy\")\n"
+      "  --commit SHA     the commit field of the JSON (default: $COMMIT, else \"unknown\")\n"
+      "  --sweep          add the policy sweep (explicit cuda_policy variants)\n"
+      "  --runs N         timed runs per case (default 20); --warmup N untimed calls first (default 3)\n"
+      "  --list           print the labels of the selected cases and exit (needs no GPU)\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  context ctx;
+  if (const char* c = std::getenv("COMMIT")) ctx.opt.commit = c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--quick") ctx.opt.quick = true;
+    else if (a == "--sweep") ctx.opt.sweep = true;
+    else if (a == "--list") ctx.opt.list = true;
+    else if (a == "--filter") ctx.opt.filter = value();
+    else if (a == "--json") ctx.opt.json = value();
+    else if (a == "--commit") ctx.opt.commit = value();
+    else if (a == "--runs") ctx.opt.runs = std::max(1, std::atoi(value().c_str()));
+    else if (a == "--warmup") ctx.opt.warmup = std::max(0, std::atoi(value().c_str()));
+    else if (a == "-h" || a == "--help") return usage(), 0;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      usage();
+      return 2;
+    }
+  }
+
+  std::vector<bench_case> cases;
+  for (bench_case& c : make_cases(ctx.opt.sweep)) {
+    const bool is_sweep = !c.r.policy.empty();
+    if (ctx.opt.quick && !c.quick && !is_sweep) continue;
+    if (!ctx.opt.filter.empty() && c.r.label().find(ctx.opt.filter) == std::string::npos) continue;
+    cases.push_back(std::move(c));
+  }
+  if (ctx.opt.list) {
+    for (const bench_case& c : cases) std::printf("%s\n", c.r.label().c_str());
+    return 0;
+  }
+
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "device");
-  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  timer tm;
-  {
-    const std::size_t n4 = std::size_t(1) << 28;  // 4 GiB read + 4 GiB written
-    device_array<float4> in(n4), out(n4);
-    fill_uniform<<<1024, 256>>>(reinterpret_cast<float*>(in.p), n4 * 4, 0.f, 1.f, 5);
-    const double ms = tm.median_ms([&] { copy_kernel<<<prop.multiProcessorCount * 8, 256>>>(in.p, out.p, n4); }, 2, 10);
-    copy_gbs = 2.0 * n4 * sizeof(float4) / ms / 1e6;
-    std::printf("%-58s %9.3f ms %8.1f GB/s (read + write)\n", "copy kernel 8 GiB", ms, copy_gbs);
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
   }
-  bench_linear_recurrence(tm, 8, 1536, 4096, false, !quick);
-  bench_linear_recurrence(tm, 8, 1536, 4096, true);
-  if (!quick) {
-    bench_linear_recurrence(tm, 8, 1536, 65536, false);
-    bench_linear_recurrence(tm, 8, 1536, 65536, true);
-    bench_single_sequence(tm, long(1) << 26);
-    bench_bf16(tm, 8, 1536, 4096);
-    bench_logcumsumexp(tm, 8, 1536, 4096);
-    bench_matrix_chain(tm, 4096, 4096);
-    bench_matrix_chain(tm, 8, 1 << 20);
+  ctx.device = prop.name, ctx.sms = prop.multiProcessorCount;
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime), cudaDriverGetVersion(&driver);
+  std::printf("device: %s, %d SMs, %.1f GiB, CUDA runtime %d, driver %d, commit %s\n", prop.name,
+              prop.multiProcessorCount, double(prop.totalGlobalMem) / (1 << 30), runtime, driver, ctx.opt.commit.c_str());
+  std::printf("rules: median of %d runs after %d warm-up calls, CUDA events, 256 MiB L2 flush before each run; "
+              "each case checked once against an fp64 reference on a slice\n\n",
+              ctx.opt.runs, ctx.opt.warmup);
+  int failures = 0;
+  try {
+    ctx.flush = std::make_unique<device_array<char>>(std::size_t(256) << 20);
+    ctx.staging = std::make_unique<device_array<char>>(std::size_t(64) << 20);
+    check(cudaEventCreate(&ctx.start), "event"), check(cudaEventCreate(&ctx.stop), "event");
+    measure_copy_floor(ctx);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "copy floor: %s\n", e.what());
+    return 1;
   }
-  return 0;
+  write_json(ctx);
+
+  print_header();
+  bool alive = true;
+  for (bench_case& c : cases) {
+    record r = c.r;
+    if (!alive) {
+      r.status = "skipped", r.note = "the CUDA context was lost in an earlier case";
+    } else {
+      try {
+        c.run(ctx, r);
+      } catch (const out_of_memory& e) {
+        r.status = "skipped", r.note = e.what();
+      } catch (const std::exception& e) {
+        r.status = "FAIL", r.note = e.what();
+      }
+      if (r.status != "ok") alive = context_alive();
+    }
+    failures += r.status == "FAIL";
+    print_row(r);
+    ctx.records.push_back(r);
+    write_json(ctx);
+  }
+  std::printf("\n%zu cases, %d failed; copy floor %.1f GB/s on %s\n", cases.size(), failures, ctx.copy_gbs,
+              ctx.device.c_str());
+  if (!ctx.opt.json.empty()) std::printf("JSON: %s\n", ctx.opt.json.c_str());
+  return failures > 0 || !alive ? 1 : 0;
 }
