@@ -36,17 +36,28 @@ enum class combine_variant { automatic, block, sequential };
 /// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps);
 /// MinBlocks: blocks each multiprocessor must fit at once (caps registers per thread: memory-bound scans
 /// need many loads in flight, so small states ask for 1024 resident threads, i.e. <= 64 registers).
-template <int Threads, int Items, combine_variant Combine = combine_variant::automatic, int MinBlocks = 1>
+/// Stages: tiles of contiguous inputs each warp keeps in shared memory, Stages - 1 of them loading while
+/// one is scanned (the memory pipeline; 1: load, wait, scan).
+template <int Threads, int Items, combine_variant Combine = combine_variant::automatic, int MinBlocks = 1,
+          int Stages = 3>
 struct cuda_policy {
   static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024,
                 "cuda_policy: Threads must be a multiple of 32 in [32, 1024]");
   static_assert(Items >= 1, "cuda_policy: Items must be >= 1");
+  static_assert(Stages >= 1, "cuda_policy: Stages must be >= 1");
   static constexpr int threads = Threads;
   static constexpr int items = Items;
   static constexpr int tile = Threads * Items;
   static constexpr combine_variant combine = Combine;
   static constexpr int min_blocks = MinBlocks;
+  static constexpr int stages = Stages;
 };
+
+/// The same policy with at least `Items` items per thread.
+template <class Policy, int Items>
+using with_items_at_least =
+    cuda_policy<Policy::threads, (Policy::items > Items ? Policy::items : Items), Policy::combine, Policy::min_blocks,
+                Policy::stages>;
 
 /// How large an operator's state is, which drives the default tuning.
 enum class state_family { scalar, pair, wide, matrix };

@@ -44,24 +44,28 @@ struct segment_args {
   bool reverse, exclusive;
 };
 
-/// Shared memory per warp for staging contiguous inputs and outputs (0: this group does not stage).
-template <class Group, int ITEMS, class Pack, class Out>
+/// Shared memory for the input pipeline (warp_io.cuh): STAGES stages per warp (none: this group does not
+/// stage, or the stages would not fit).
+template <class Group, int ITEMS, int STAGES, class Op, class Pack>
 struct staging_plan;
-template <class Group, int ITEMS, class... T, class Out>
-struct staging_plan<Group, ITEMS, input_pack<T...>, Out> {
+template <class Group, int ITEMS, int STAGES, class Op, class... T>
+struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr int warps = Group::block_threads / warp_threads;
-  static constexpr std::size_t per_warp = staging_bytes<ITEMS, Out, T...>();
-  // Wide elements (matrices) gain little from the transpose and would crowd shared memory out.
-  static constexpr bool used = Group::warp_contiguous && per_warp * warps <= 24 * 1024;
+  static constexpr int stage_bytes = engine::stage_bytes<ITEMS, T...>();
+  static constexpr std::size_t per_warp = std::size_t(stage_bytes) * STAGES;
+  // Static shared memory stops at 48 KiB a block, the group's own scratch included; wide elements
+  // (matrices) would crowd it out.
+  static constexpr std::size_t scratch = sizeof(typename Group::template temp_storage<state_t<Op>>);
+  static constexpr bool used = Group::warp_contiguous && per_warp * warps + scratch <= 46 * 1024;
   static constexpr std::size_t bytes = used ? per_warp * warps : 16;
 };
 
-template <class Group, int ITEMS, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
+template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
 __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
     segment_kernel(const segment_args<Op, Pack, Out> a) {
   using S = state_t<Op>;
   using temp_t = typename Group::template temp_storage<S>;
-  using staging_t = staging_plan<Group, ITEMS, Pack, Out>;
+  using staging_t = staging_plan<Group, ITEMS, STAGES, Op, Pack>;
   // Raw storage: states with constructors (Eigen matrices) cannot be __shared__ variables themselves.
   __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
   __shared__ alignas(16) unsigned char staging_space[staging_t::bytes];
@@ -88,8 +92,8 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
   cursor<Out> out{nullptr, 0};
   if (write && active) out = a.out.cursor_of(s);
   const auto in = active ? bind(a.in, s) : bind(a.in, 0);  // inactive lanes never read
-  carry = scan_segment<ITEMS, write>(group, temp, staging, a.op, in, out, n, p0, p1, loop_end, a.reverse,
-                                     a.exclusive, carry);
+  carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0,
+                                             p1, loop_end, a.reverse, a.exclusive, carry);
 
   if (!active || group.rank() != 0) return;
   if (PASS == pass::fold) a.partials[s * a.splits + j] = carry;
@@ -157,13 +161,13 @@ inline segment_plan plan_segments(const batch_shape& shape, index_t groups, inde
   return plan;
 }
 
-template <class Group, int ITEMS, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
+template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
 void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) {
   const index_t groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group * a.splits;
   if (groups == 0) return;
   const index_t blocks = (groups + Group::groups_per_block - 1) / Group::groups_per_block;
   detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
-  segment_kernel<Group, ITEMS, MIN_BLOCKS, PASS><<<unsigned(blocks), Group::block_threads, 0, stream>>>(a);
+  segment_kernel<Group, ITEMS, STAGES, MIN_BLOCKS, PASS><<<unsigned(blocks), Group::block_threads, 0, stream>>>(a);
   detail::check_launch("parascan segment_kernel");
 }
 
@@ -175,9 +179,10 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
   constexpr bool sequential = Group::threads == 1;
   constexpr int items = sequential ? 1 : Policy::items;
   constexpr int min_blocks = Policy::min_blocks;
+  constexpr int stages = Policy::stages;
   int blocks_per_sm = 0;
   detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &blocks_per_sm, segment_kernel<Group, items, min_blocks, pass::fold, Op, Pack, Out>,
+                         &blocks_per_sm, segment_kernel<Group, items, stages, min_blocks, pass::fold, Op, Pack, Out>,
                          Group::block_threads, 0),
                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   // Sequential threads need more segments in flight than resident threads to hide their latency.
@@ -187,18 +192,18 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
   const segment_plan plan =
       plan_segments(shape, groups, resident, sequential ? 64 : index_t(Group::threads) * items);
   if (plan.splits == 1) {
-    launch_segments<Group, items, min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
+    launch_segments<Group, items, stages, min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
     return;
   }
   detail::temp_buffer partials(alloc, stream, std::size_t(a.count * plan.splits) * sizeof(state_t<Op>));
   a.partials = partials.as<state_t<Op>>();
   a.splits = plan.splits;
   a.segment = plan.segment;
-  launch_segments<Group, items, min_blocks, pass::fold>(a, stream);
+  launch_segments<Group, items, stages, min_blocks, pass::fold>(a, stream);
   carry_kernel<<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a.op, a.partials, a.count, a.splits, a.initial,
                                                                     a.final);
   detail::check_launch("parascan carry_kernel");
-  if constexpr (WRITE) launch_segments<Group, items, min_blocks, pass::rescan>(a, stream);
+  if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, stream);
 }
 
 template <class Policy, bool WRITE, class Op, class Pack, class Out>

@@ -11,22 +11,47 @@ namespace parascan::engine {
 /// Scans positions [p0, p1) of a sequence of n steps from `carry`; returns the carry after them. Writes
 /// project() of each step to `out` when WRITE. Every thread of the group loops to the same `loop_end`
 /// (>= p1; past p1 a thread only pads with the identity).
-/// `staging` (per warp, or null) routes contiguous inputs and outputs through shared memory; only groups
-/// whose warps hold consecutive positions of one sequence may pass it.
-template <int ITEMS, bool WRITE, class Group, class Op, class Cursors, class Out>
+/// `staging` (this warp's STAGES stages of stage_bytes each, or null) pipelines contiguous inputs through
+/// shared memory (warp_io.cuh); only groups whose warps hold consecutive positions of one sequence may
+/// pass it. Without it, each thread loads its own steps directly.
+template <int ITEMS, int STAGES, bool WRITE, class Group, class Op, class Cursors, class Out>
 __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
-                                    unsigned char* staging, const Op& op, const Cursors& in, const cursor<Out>& out,
-                                    index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse,
-                                    bool exclusive, state_t<Op> carry) {
+                                    unsigned char* staging, int stage_bytes, const Op& op, const Cursors& in,
+                                    const cursor<Out>& out, index_t n, index_t p0, index_t p1, index_t loop_end,
+                                    bool reverse, bool exclusive, state_t<Op> carry) {
   using S = state_t<Op>;
   const index_t tile = index_t(Group::threads) * ITEMS;
+  const index_t offset = index_t(group.rank()) * ITEMS;  // of the thread's first step in a tile
+  const index_t warp_offset = offset - index_t(threadIdx.x % warp_threads) * ITEMS;
+  const auto chunk = [&](index_t base) { return warp_chunk<ITEMS>{n, base + warp_offset, p1, reverse}; };
+  const auto stage = [&](int s) { return staging + s * stage_bytes; };
+
+  if (staging != nullptr) {  // prologue: the first STAGES - 1 tiles in flight
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      const index_t base = p0 + s * tile;
+      if (base < loop_end) stage_inputs<ITEMS>(in, chunk(base), stage(s));
+      __pipeline_commit();
+    }
+  }
+  int current = 0;
   for (index_t base = p0; base < loop_end; base += tile) {
-    const index_t first = base + index_t(group.rank()) * ITEMS;
+    const index_t first = base + offset;
     S items[ITEMS];
-    if (staging != nullptr)
-      warp_load_states<ITEMS>(op, in, n, first, p1, reverse, staging, items);
-    else
+    if (staging != nullptr) {
+      // The stage refilled now was read in the previous iteration: every lane must be past that read.
+      __syncwarp();
+      const index_t ahead = base + (STAGES - 1) * tile;
+      const int refill = current == 0 ? STAGES - 1 : current - 1;
+      if (ahead < loop_end) stage_inputs<ITEMS>(in, chunk(ahead), stage(refill));
+      __pipeline_commit();
+      __pipeline_wait_prior(STAGES - 1);  // this thread's copies of the current tile have landed
+      __syncwarp();                       // and so have the other lanes'
+      lift_staged<ITEMS>(op, in, chunk(base), first, stage(current), items);
+      current = current == STAGES - 1 ? 0 : current + 1;
+    } else {
       load_states<ITEMS>(op, in, n, first, p1, reverse, items);
+    }
     S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), carry, temp);
     if constexpr (WRITE) {
       Out values[ITEMS];
@@ -40,10 +65,7 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
           values[i] = static_cast<Out>(project(op, running));
         }
       }
-      if (staging != nullptr)
-        warp_store<ITEMS>(out, n, first, p1, reverse, values, staging);
-      else
-        store_values<ITEMS>(out, n, first, p1, reverse, values);
+      store_items<ITEMS>(out, n, first, p1, reverse, values);
     }
   }
   return carry;

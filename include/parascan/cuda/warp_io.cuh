@@ -1,11 +1,26 @@
-// Warp-cooperative loads and stores for sequences whose time axis is contiguous. A thread owns ITEMS
-// consecutive steps, so direct loads would have the lanes of a warp ITEMS elements apart (each access
-// touching a different sector). Instead the warp moves its 32 * ITEMS steps through shared memory:
-// lane-consecutive (coalesced) global accesses, then a transpose to the owner thread. Reverse scans read
-// the same sectors backwards, so they need no flip. One padding element per 32 keeps the transposed
-// accesses free of bank conflicts.
+// Warp layer for sequences whose time axis is contiguous: loads through a pipeline of shared-memory
+// stages, and vector stores.
+//
+// A thread owns ITEMS consecutive steps, so direct loads would have the lanes of a warp ITEMS elements
+// apart. Instead each warp copies its 32 * ITEMS steps of every input ("a chunk") into a ring of STAGES
+// shared-memory stages with asynchronous copies (cp.async: global -> shared without registers), STAGES - 1
+// tiles ahead of the tile it scans: the loads of later tiles are in flight while the current one is
+// scanned, which is what a memory-bound scan needs (bandwidth x latency bytes in flight per
+// multiprocessor). A full, 16-byte aligned chunk moves in 16-byte pieces, lane-consecutive (coalesced);
+// a ragged, misaligned or strided chunk moves element by element into the same places. Each thread then
+// reads its own ITEMS elements as whole pieces (one 16-byte shared load per 16 bytes). Pieces are placed
+// with an XOR swizzle within each lane's run so that those reads are free of bank conflicts when a lane
+// owns several pieces. Reverse scans read the same chunk backwards: lane l owns the chunk's (31 - l)-th
+// run, read back to front, so they need no flip. Each warp uses only its own stages: no block barrier.
+//
+// Outputs go straight from registers: a thread's ITEMS consecutive values are written as 16-byte (or
+// 8/4-byte) vector stores when aligned, element by element otherwise.
 #pragma once
 
+#include <cuda_pipeline_primitives.h>
+
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "../inputs.hpp"
@@ -13,9 +28,130 @@
 
 namespace parascan::engine {
 
+template <int Bytes>
+struct piece_of;
+template <>
+struct piece_of<16> {
+  using type = uint4;
+};
+template <>
+struct piece_of<8> {
+  using type = uint2;
+};
+template <>
+struct piece_of<4> {
+  using type = unsigned;
+};
+
+/// Where the elements of a warp's chunk of one input (32 * ITEMS elements of type T) live in a stage.
+template <int ITEMS, class T>
+struct chunk_layout {
+  static constexpr int size = int(sizeof(T));
+  static constexpr int lane_bytes = ITEMS * size;
+  static constexpr int piece_for(int p) { return lane_bytes % p == 0 && p % size == 0 ? p : 0; }
+  /// Piece size: the widest of 16, 8, 4 bytes that splits a lane's run into whole elements (0: none).
+  static constexpr int piece = !std::is_trivially_copyable<T>::value ? 0
+                               : piece_for(16)                       ? 16
+                               : piece_for(8)                        ? 8
+                                                                     : piece_for(4);
+  static constexpr bool vector = piece != 0;
+  static constexpr int pieces_per_lane = vector ? lane_bytes / piece : 0;
+  static constexpr int elements_per_piece = vector ? piece / size : 1;
+  static constexpr int bytes = (32 * lane_bytes + 15) / 16 * 16;
+
+  /// Slot of piece p (memory order): lane run l = p / P keeps its P slots, permuted by an XOR that
+  /// differs between the 8 lanes one shared-memory wavefront serves, so each 16-byte read by a quarter
+  /// warp hits 8 different bank groups.
+  __device__ static __forceinline__ int slot(int p) {
+    constexpr int P = pieces_per_lane;
+    if constexpr (piece != 16 || P < 2 || (P & (P - 1)) != 0) {
+      return p;
+    } else {
+      const int l = p / P, j = p % P;
+      const int f = P >= 8 ? l % 8 : (l / (8 / P)) % P;
+      return l * P + (j ^ f);
+    }
+  }
+  /// Byte offset of element m (memory order within the chunk).
+  __device__ static __forceinline__ int offset(int m) {
+    if constexpr (vector)
+      return slot(m / elements_per_piece) * piece + (m % elements_per_piece) * size;
+    else
+      return m * size;
+  }
+};
+
+template <int ITEMS, class... T>
+constexpr int stage_bytes() {
+  return (0 + ... + chunk_layout<ITEMS, T>::bytes);
+}
+
+/// A warp's chunk: scan positions [first, first + 32 * ITEMS) of a sequence of n steps, valid before end.
 template <int ITEMS>
-constexpr int staged_elements = 32 * ITEMS + ITEMS;
-__device__ __forceinline__ int staged(int idx) { return idx + idx / 32; }
+struct warp_chunk {
+  static constexpr int elements = 32 * ITEMS;
+  index_t n, first, end;
+  bool reverse;
+  __device__ __forceinline__ bool full() const { return first + elements <= end; }
+  /// Time index of the chunk's lowest address (contiguous time: reverse chunks run backwards).
+  __device__ __forceinline__ index_t lowest_time() const { return reverse ? n - first - elements : first; }
+};
+
+template <int ALIGN, class T>
+__device__ __forceinline__ bool aligned_to(const T* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & (ALIGN - 1)) == 0;
+}
+
+/// Copies one element into shared memory: asynchronously when it is 4, 8 or 16 bytes and aligned so.
+template <class T>
+__device__ __forceinline__ void copy_element(unsigned char* dst, const T* src) {
+  constexpr std::size_t size = sizeof(T);
+  if constexpr (std::is_trivially_copyable<T>::value && (size == 4 || size == 8 || size == 16) &&
+                alignof(T) >= size) {
+    __pipeline_memcpy_async(dst, src, size);
+  } else {
+    *reinterpret_cast<T*>(dst) = *src;
+  }
+}
+
+/// Issues the copies of one input's chunk into `stage` (nothing waits for them here).
+template <int ITEMS, class T>
+__device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp_chunk<ITEMS>& w, unsigned char* stage) {
+  using L = chunk_layout<ITEMS, T>;
+  constexpr int N = warp_chunk<ITEMS>::elements;
+  const int lane = int(threadIdx.x) % 32;
+  if constexpr (L::vector) {
+    if (c.stride == 1 && w.full()) {
+      const unsigned char* src = reinterpret_cast<const unsigned char*>(c.base + w.lowest_time());
+      if (aligned_to<L::piece>(src)) {
+#pragma unroll
+        for (int k = 0; k < L::pieces_per_lane; ++k) {
+          const int p = k * 32 + lane;
+          __pipeline_memcpy_async(stage + L::slot(p) * L::piece, src + p * L::piece, L::piece);
+        }
+        return;
+      }
+    }
+  }
+  // Element by element, lane-consecutive in scan order; element i of the scan is element m of memory.
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int i = k * 32 + lane;
+    if (w.first + i < w.end) {
+      const int m = w.reverse ? N - 1 - i : i;
+      copy_element(stage + L::offset(m), &c[time_index(w.first + i, w.n, w.reverse)]);
+    }
+  }
+}
+
+template <int ITEMS>
+__device__ __forceinline__ void stage_inputs(const cursor_pack<>&, const warp_chunk<ITEMS>&, unsigned char*) {}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ void stage_inputs(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w,
+                                             unsigned char* stage) {
+  stage_chunk<ITEMS>(c.head, w, stage);
+  stage_inputs<ITEMS>(c.tail, w, stage + chunk_layout<ITEMS, H>::bytes);
+}
 
 /// Registers holding ITEMS raw elements of each input of a pack.
 template <int ITEMS, class... T>
@@ -28,58 +164,36 @@ struct item_values<ITEMS, H, R...> {
   item_values<ITEMS, R...> tail;
 };
 
-/// Shared-memory bytes per warp that staging the inputs H, R... and the output Out takes.
-template <int ITEMS, class Out, class... T>
-constexpr std::size_t staging_bytes() {
-  const std::size_t inputs = (std::size_t(0) + ... + ((staged_elements<ITEMS> * sizeof(T) + 15) / 16 * 16));
-  const std::size_t output = staged_elements<ITEMS> * sizeof(Out);
-  return inputs > output ? inputs : output;
-}
-
-/// Where the warp's staged positions [warp_first, warp_first + 32 * ITEMS) come from or go to.
-struct warp_span {
-  index_t n, warp_first, end;
-  bool reverse;
-  __device__ __forceinline__ bool valid(int idx) const { return warp_first + idx < end; }
-  __device__ __forceinline__ index_t time(int idx) const { return time_index(warp_first + idx, n, reverse); }
-};
-
-// Step 1: every input's global -> shared copies are issued before any is waited on.
-template <int ITEMS>
-__device__ __forceinline__ void stage_in(const cursor_pack<>&, const warp_span&, unsigned char*) {}
-template <int ITEMS, class H, class... R>
-__device__ __forceinline__ void stage_in(const cursor_pack<H, R...>& c, const warp_span& w, unsigned char* buf) {
-  if (c.head.stride == 1) {
-    H* s = reinterpret_cast<H*>(buf);
-    const int lane = int(threadIdx.x) % 32;
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-      const int idx = k * 32 + lane;
-      if (w.valid(idx)) s[staged(idx)] = c.head.base[w.time(idx)];
-    }
-  }
-  stage_in<ITEMS>(c.tail, w, buf + (staged_elements<ITEMS> * sizeof(H) + 15) / 16 * 16);
-}
-
-// Step 2: each thread takes its ITEMS consecutive elements (inputs that are not contiguous, e.g.
-// broadcast with stride 0, are read directly).
-template <int ITEMS>
-__device__ __forceinline__ void unstage(const cursor_pack<>&, const warp_span&, index_t, item_values<ITEMS>&,
-                                        const unsigned char*) {}
-template <int ITEMS, class H, class... R>
-__device__ __forceinline__ void unstage(const cursor_pack<H, R...>& c, const warp_span& w, index_t first,
-                                        item_values<ITEMS, H, R...>& v, const unsigned char* buf) {
+/// A thread's ITEMS elements of one input, in scan order, from a completed stage.
+template <int ITEMS, class T>
+__device__ __forceinline__ void unstage_chunk(const warp_chunk<ITEMS>& w, const unsigned char* stage, T (&v)[ITEMS]) {
+  using L = chunk_layout<ITEMS, T>;
   const int lane = int(threadIdx.x) % 32;
-  if (c.head.stride == 1) {
-    const H* s = reinterpret_cast<const H*>(buf);
+  const int run = w.reverse ? 31 - lane : lane;  // the lane's run of ITEMS elements, in memory order
+  if constexpr (L::vector) {
+    using piece_t = typename piece_of<L::piece>::type;
+    piece_t pieces[L::pieces_per_lane];
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) v.head[i] = s[staged(lane * ITEMS + i)];
+    for (int q = 0; q < L::pieces_per_lane; ++q)
+      pieces[q] = *reinterpret_cast<const piece_t*>(stage + L::slot(run * L::pieces_per_lane + q) * L::piece);
+    T mem[ITEMS];
+    std::memcpy(mem, pieces, sizeof mem);
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) v[j] = w.reverse ? mem[ITEMS - 1 - j] : mem[j];  // constant indices: registers
   } else {
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i)
-      if (first + i < w.end) v.head[i] = c.head[time_index(first + i, w.n, w.reverse)];
+    for (int j = 0; j < ITEMS; ++j)
+      v[j] = *reinterpret_cast<const T*>(stage + L::offset(run * ITEMS + (w.reverse ? ITEMS - 1 - j : j)));
   }
-  unstage<ITEMS>(c.tail, w, first, v.tail, buf + (staged_elements<ITEMS> * sizeof(H) + 15) / 16 * 16);
+}
+
+template <int ITEMS>
+__device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>&, const unsigned char*, item_values<ITEMS>&) {}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>& w, const unsigned char* stage,
+                                               item_values<ITEMS, H, R...>& v) {
+  unstage_chunk<ITEMS>(w, stage, v.head);
+  unstage_inputs<ITEMS>(w, stage + chunk_layout<ITEMS, H>::bytes, v.tail);
 }
 
 template <class Op, int ITEMS, class... Read>
@@ -92,41 +206,40 @@ __device__ __forceinline__ state_t<Op> lift_item(const Op& op, const item_values
   return lift_item(op, v.tail, i, read..., v.head[i]);
 }
 
-/// Lifts the thread's steps [first, first + ITEMS) through the warp's staging buffer. All 32 lanes call
-/// it, each with its own `first` (= warp_first + lane * ITEMS); positions at or past `end` are the identity.
+/// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`;
+/// positions at or past w.end are the identity.
 template <int ITEMS, class Op, class... T>
-__device__ __forceinline__ void warp_load_states(const Op& op, const cursor_pack<T...>& in, index_t n, index_t first,
-                                                 index_t end, bool reverse, unsigned char* staging,
-                                                 state_t<Op> (&items)[ITEMS]) {
-  const int lane = int(threadIdx.x) % 32;
-  const warp_span w{n, first - lane * ITEMS, end, reverse};
-  stage_in<ITEMS>(in, w, staging);
-  __syncwarp();
+__device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>&, const warp_chunk<ITEMS>& w,
+                                            index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS]) {
   item_values<ITEMS, T...> v;
-  unstage<ITEMS>(in, w, first, v, staging);
-  __syncwarp();  // the buffer is free for the stores
+  unstage_inputs<ITEMS>(w, stage, v);
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) items[i] = first + i < end ? lift_item(op, v, i) : op.identity();
+  for (int i = 0; i < ITEMS; ++i) items[i] = first + i < w.end ? lift_item(op, v, i) : op.identity();
 }
 
-/// Writes the thread's outputs for steps [first, first + ITEMS) through the staging buffer (contiguous
-/// outputs) or directly. All 32 lanes call it.
+/// Writes the thread's outputs for steps [first, first + ITEMS): vector stores when the output is
+/// contiguous, the run full and aligned; element by element otherwise.
 template <int ITEMS, class Out>
-__device__ __forceinline__ void warp_store(const cursor<Out>& out, index_t n, index_t first, index_t end,
-                                           bool reverse, const Out (&values)[ITEMS], unsigned char* staging) {
-  const int lane = int(threadIdx.x) % 32;
-  if (out.stride != 1) return store_values<ITEMS>(out, n, first, end, reverse, values);
-  const warp_span w{n, first - lane * ITEMS, end, reverse};
-  Out* s = reinterpret_cast<Out*>(staging);
+__device__ __forceinline__ void store_items(const cursor<Out>& out, index_t n, index_t first, index_t end,
+                                            bool reverse, const Out (&values)[ITEMS]) {
+  using L = chunk_layout<ITEMS, Out>;
+  if constexpr (L::vector) {
+    if (out.stride == 1 && first + ITEMS <= end) {
+      Out* dst = out.base + (reverse ? n - first - ITEMS : first);
+      if (aligned_to<L::piece>(dst)) {
+        using piece_t = typename piece_of<L::piece>::type;
+        Out mem[ITEMS];
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) s[staged(lane * ITEMS + i)] = values[i];
-  __syncwarp();
+        for (int j = 0; j < ITEMS; ++j) mem[j] = reverse ? values[ITEMS - 1 - j] : values[j];
+        piece_t pieces[L::pieces_per_lane];
+        std::memcpy(pieces, mem, sizeof pieces);
 #pragma unroll
-  for (int k = 0; k < ITEMS; ++k) {
-    const int idx = k * 32 + lane;
-    if (w.valid(idx)) out.base[w.time(idx)] = s[staged(idx)];
+        for (int q = 0; q < L::pieces_per_lane; ++q) reinterpret_cast<piece_t*>(dst)[q] = pieces[q];
+        return;
+      }
+    }
   }
-  __syncwarp();
+  store_values<ITEMS>(out, n, first, end, reverse, values);
 }
 
 }  // namespace parascan::engine

@@ -1,0 +1,159 @@
+// The sweep behind default_policy<Op, arch::sm90>: contiguous-time scans over (8, 1536, T) under explicit
+// policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
+// the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
+// the defaults were chosen, kept so that they can be chosen again on another device.
+//   parascan_policy_sweep_<part>      (part: pair, bf16, scalar, complex; one executable each, built in parallel)
+#include <cuda/std/complex>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <parascan/cuda.cuh>
+#include <parascan/ops/basic.hpp>
+#include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/parascan.hpp>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+template <class T>
+struct device_array {
+  T* p = nullptr;
+  explicit device_array(std::size_t n) { check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  ~device_array() { cudaFree(p); }
+};
+
+template <class T>
+__global__ void fill(T* x, std::size_t n, float lo, float hi, unsigned seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+    x[i] = T(lo + (hi - lo) * float(h & 0xffffff) / float(0x1000000));
+  }
+}
+
+__global__ void copy4(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+device_array<char> flush(std::size_t(256) << 20);
+
+template <class F>
+double median_ms(F&& f, int runs = 15) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a), cudaEventCreate(&b);
+  for (int i = 0; i < 2; ++i) f();
+  std::vector<float> ms;
+  for (int i = 0; i < runs; ++i) {
+    check(cudaMemsetAsync(flush.p, i, std::size_t(256) << 20), "flush");
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    check(cudaEventSynchronize(b), "run");
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  check(cudaGetLastError(), "kernel");
+  cudaEventDestroy(a), cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double copy_gbs = 0;
+
+void measure_copy() {
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
+  const std::size_t n4 = std::size_t(1) << 27;  // 2 GiB each way
+  device_array<float4> in(n4), out(n4);
+  fill<<<1024, 256>>>(reinterpret_cast<float*>(in.p), n4 * 4, 0.f, 1.f, 1);
+  for (int per_sm : {4, 8, 16}) {
+    const double ms = median_ms([&] { copy4<<<sms * per_sm, 256>>>(in.p, out.p, n4); }, 8);
+    copy_gbs = std::max(copy_gbs, 2.0 * n4 * 16 / ms / 1e6);
+  }
+  std::printf("copy floor %.1f GB/s\n", copy_gbs);
+}
+
+template <class Policy>
+struct tag {};
+
+/// Times one operator over (8, 1536, T) for every policy of the list.
+template <class Op, class A, class B, class Y, class... Policies>
+void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
+  const long count = 8 * 1536;
+  const std::size_t n = std::size_t(count) * T;
+  device_array<A> a(n);
+  device_array<B> b(n);
+  device_array<Y> y(n);
+  fill<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 2);
+  fill<<<1024, 256>>>(b.p, n, -1.f, 1.f, 3);
+  const auto view = [&](auto* p) { return parascan::bdt(p, 8, 1536, T); };
+  const auto run = [&](auto policy) {
+    using P = decltype(policy);
+    if constexpr (std::is_same<Op, parascan::ops::sum<A>>::value)  // one input
+      parascan::prefix_scan<P>(parascan::cuda{}, Op{}, view(a.p), view(y.p));
+    else
+      parascan::prefix_scan<P>(parascan::cuda{}, Op{}, parascan::inputs(view(a.p), view(b.p)), view(y.p));
+  };
+  const auto one = [&](auto policy) {
+    using P = decltype(policy);
+    const double ms = median_ms([&] { run(policy); });
+    std::printf("%-10s T=%-6ld threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n", what, T,
+                P::threads, P::items, P::min_blocks, P::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+    std::fflush(stdout);
+  };
+  (one(Policies{}), ...);
+}
+
+using parascan::cuda_policy;
+constexpr auto blk = parascan::combine_variant::block;
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "device");
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  measure_copy();
+  for (long T : {1024L, 4096L, 65536L}) {
+#if defined(SWEEP_PAIR)
+    sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
+        "fp32 pair", T, 12.0, tag<cuda_policy<128, 4, blk, 8, 1>>{}, tag<cuda_policy<128, 4, blk, 8, 2>>{},
+        tag<cuda_policy<128, 4, blk, 8, 3>>{}, tag<cuda_policy<128, 4, blk, 8, 4>>{},
+        tag<cuda_policy<256, 4, blk, 4, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 4>>{},
+        tag<cuda_policy<128, 8, blk, 8, 2>>{}, tag<cuda_policy<128, 8, blk, 8, 3>>{},
+        tag<cuda_policy<256, 8, blk, 4, 2>>{}, tag<cuda_policy<512, 4, blk, 2, 3>>{},
+        tag<cuda_policy<64, 4, blk, 16, 3>>{}, tag<cuda_policy<128, 4, blk, 6, 6>>{});
+#elif defined(SWEEP_BF16)
+    sweep<parascan::ops::linear_recurrence<float>, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16>(
+        "bf16 pair", T, 6.0, tag<cuda_policy<128, 8, blk, 8, 2>>{}, tag<cuda_policy<128, 8, blk, 8, 3>>{},
+        tag<cuda_policy<128, 8, blk, 6, 3>>{}, tag<cuda_policy<128, 8, blk, 6, 4>>{},
+        tag<cuda_policy<256, 8, blk, 4, 3>>{}, tag<cuda_policy<256, 8, blk, 3, 4>>{},
+        tag<cuda_policy<128, 16, blk, 4, 2>>{}, tag<cuda_policy<128, 16, blk, 4, 3>>{},
+        tag<cuda_policy<64, 8, blk, 12, 4>>{}, tag<cuda_policy<256, 16, blk, 2, 3>>{});
+#elif defined(SWEEP_SCALAR)
+    sweep<parascan::ops::sum<float>, float, float, float>(
+        "fp32 sum", T, 8.0, tag<cuda_policy<128, 4, blk, 8, 3>>{}, tag<cuda_policy<128, 8, blk, 8, 2>>{},
+        tag<cuda_policy<128, 8, blk, 8, 3>>{}, tag<cuda_policy<128, 8, blk, 8, 4>>{},
+        tag<cuda_policy<256, 8, blk, 4, 3>>{}, tag<cuda_policy<128, 16, blk, 4, 3>>{},
+        tag<cuda_policy<256, 4, blk, 4, 4>>{});
+#else
+    using c64 = cuda::std::complex<float>;
+    sweep<parascan::ops::linear_recurrence<c64>, c64, c64, c64>(
+        "complex64", T, 24.0, tag<cuda_policy<128, 2, blk, 4, 3>>{}, tag<cuda_policy<128, 4, blk, 1, 3>>{},
+        tag<cuda_policy<128, 4, blk, 4, 2>>{}, tag<cuda_policy<128, 4, blk, 4, 3>>{},
+        tag<cuda_policy<256, 2, blk, 2, 4>>{}, tag<cuda_policy<128, 4, blk, 3, 4>>{});
+#endif
+  }
+  return 0;
+}

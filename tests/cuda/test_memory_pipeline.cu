@@ -1,0 +1,93 @@
+// GPU tests of the contiguous-time memory pipeline (cuda/warp_io.cuh): stage counts 1..5, lanes owning
+// 1, 2, 4 and 8 sixteen-byte pieces (the swizzled layouts), 4-, 8- and 2-byte elements side by side,
+// base pointers 0..3 elements past an aligned address (the element-wise fallback), ragged tails,
+// reverse and in place, against the fp64 sequential reference of the linear recurrence.
+#include "support/backend_cuda.cuh"
+#include "support/harness.hpp"
+
+#include <parascan/ops/linear_recurrence.hpp>
+
+#include "support/numeric.hpp"
+
+namespace {
+
+using ptest::index_t;
+
+/// x[t] = a[t] x[t-1] + b[t] over (2, 3, T) bdt views starting `shift` elements into their buffers,
+/// with every option combination; gates stored as G, tokens as X, state and output fp32.
+template <class Policy, class G, class X>
+void check_pipeline() {
+  using op_t = parascan::ops::linear_recurrence<float>;
+  for (index_t T : {1, 7, 64, 255, 1000, 4096, 4099, 20011})
+    for (int shift = 0; shift < 4; ++shift)
+      for (const auto& f : ptest::all_flags()) {
+        if (T > 1000 && shift % 2 != (f.reverse ? 1 : 0)) continue;  // keep the long ones quick
+        const index_t B = 2, D = 3, n = B * D * T;
+        INFO("T=" << T << " shift=" << shift << " " << ptest::describe(f));
+        ptest::fast_random g;
+        ptest::buffer<G> a(n + shift);
+        ptest::buffer<X> b(n + shift);
+        ptest::buffer<float> y(n + shift), init(B * D), fin(B * D);
+        ptest::fill(a, [&] { return ptest::store<G>(g.uniform(0.8, 0.999) * (g.uniform(0, 1) < 0.1 ? -1 : 1)); });
+        ptest::fill(b, [&] { return ptest::store<X>(g.normal()); });
+        ptest::fill(init, [&] { return float(g.normal()); });
+        ptest::fill(y, [] { return ptest::poison<float>(); });
+        ptest::fill(fin, [] { return ptest::poison<float>(); });
+        const auto view = [&](auto* p) { return parascan::bdt(p + shift, B, D, T); };
+        parascan::prefix_scan<Policy>(ptest::exec(), op_t{}, parascan::inputs(view(a.data()), view(b.data())),
+                                      view(y.data()), ptest::options_for<float>(f, init.data(), fin.data()));
+        y.download();
+        fin.download();
+
+        ptest::error_meter err;
+        for (index_t s = 0; s < B * D; ++s) {
+          const auto at = [&](auto& mirror, index_t t) -> auto& { return view(mirror.host.data()).at(s, t); };
+          const double total = ptest::reference_scan(
+              T, f.exclusive, f.reverse, f.with_initial ? double(init.host[s]) : 0.0,
+              [&](double x, index_t t) { return ptest::to_double(at(a, t)) * x + ptest::to_double(at(b, t)); },
+              [&](index_t t, double x) { err.add(at(y, t), x); });
+          if (f.with_final) err.add(fin.host[s], total);
+        }
+        for (int k = 0; k < shift; ++k) CHECK(std::isnan(y.host[k]));  // nothing written before the view
+        CHECK(err.relative() <= 64 * ptest::eps_of<float>());
+      }
+}
+
+using parascan::combine_variant;
+
+}  // namespace
+
+TEST_CASE("pipeline: fp32 pairs, one 16-byte piece a lane, 1 to 5 stages") {
+  check_pipeline<parascan::cuda_policy<128, 4, combine_variant::automatic, 1, 1>, float, float>();
+  check_pipeline<parascan::cuda_policy<64, 4, combine_variant::automatic, 1, 2>, float, float>();
+  check_pipeline<parascan::cuda_policy<128, 4, combine_variant::block, 1, 5>, float, float>();
+}
+
+TEST_CASE("pipeline: 2, 4 and 8 pieces a lane (swizzled), and pieces of 8 bytes") {
+  check_pipeline<parascan::cuda_policy<64, 8, combine_variant::automatic, 1, 3>, float, float>();
+  check_pipeline<parascan::cuda_policy<64, 16, combine_variant::block, 1, 2>, float, float>();
+  check_pipeline<parascan::cuda_policy<32, 32, combine_variant::block, 1, 2>, float, float>();
+  check_pipeline<parascan::cuda_policy<96, 2, combine_variant::automatic, 1, 4>, float, float>();
+}
+
+TEST_CASE("pipeline: bf16 gates with fp32 tokens, 2-byte elements") {
+  check_pipeline<parascan::use_default_policy, ptest::bf16, float>();
+  check_pipeline<parascan::cuda_policy<64, 16, combine_variant::automatic, 1, 3>, ptest::bf16, float>();
+  check_pipeline<parascan::cuda_policy<64, 3, combine_variant::automatic, 1, 3>, ptest::bf16, ptest::bf16>();
+}
+
+TEST_CASE("pipeline: in place over the tokens, every stage refilled while outputs are written") {
+  const index_t T = 70001;
+  ptest::buffer<float> a(T), b(T);
+  ptest::fill(a, [] { return float(ptest::uniform(0.9, 0.99)); });
+  ptest::fill(b, [] { return float(ptest::normal()); });
+  const std::vector<float> tokens = b.host;
+  parascan::prefix_scan<parascan::cuda_policy<64, 4, combine_variant::block, 1, 4>>(
+      ptest::exec(), parascan::ops::linear_recurrence<float>{},
+      parascan::inputs(parascan::single(a.data(), T), parascan::single(b.data(), T)), parascan::single(b.data(), T));
+  b.download();
+  ptest::error_meter err;
+  double x = 0;
+  for (index_t t = 0; t < T; ++t) err.add(b.host[t], x = a.host[t] * x + tokens[t]);
+  CHECK(err.relative() <= 8 * ptest::eps_of<float>());
+}
