@@ -117,6 +117,7 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
 
 using parascan::cuda_policy;
 constexpr auto blk = parascan::combine_variant::block;
+constexpr auto wrp = parascan::combine_variant::warp;
 
 }  // namespace
 
@@ -125,35 +126,35 @@ int main() {
   check(cudaGetDeviceProperties(&prop, 0), "device");
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   measure_copy();
-  for (long T : {1024L, 4096L, 65536L}) {
 #if defined(SWEEP_PAIR)
+  for (long T : {256L, 512L, 1024L, 2048L, 4096L, 16384L, 65536L})
     sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
-        "fp32 pair", T, 12.0, tag<cuda_policy<128, 4, blk, 8, 1>>{}, tag<cuda_policy<128, 4, blk, 8, 2>>{},
-        tag<cuda_policy<128, 4, blk, 8, 3>>{}, tag<cuda_policy<128, 4, blk, 8, 4>>{},
-        tag<cuda_policy<256, 4, blk, 4, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 4>>{},
-        tag<cuda_policy<128, 8, blk, 8, 2>>{}, tag<cuda_policy<128, 8, blk, 8, 3>>{},
-        tag<cuda_policy<256, 8, blk, 4, 2>>{}, tag<cuda_policy<512, 4, blk, 2, 3>>{},
-        tag<cuda_policy<64, 4, blk, 16, 3>>{}, tag<cuda_policy<128, 4, blk, 6, 6>>{});
+        "fp32 pair", T, 12.0, tag<cuda_policy<128, 4, wrp, 8, 3>>{}, tag<cuda_policy<128, 4, wrp, 8, 4>>{},
+        tag<cuda_policy<256, 4, wrp, 4, 4>>{}, tag<cuda_policy<64, 4, wrp, 16, 3>>{},
+        tag<cuda_policy<128, 8, wrp, 8, 3>>{}, tag<cuda_policy<64, 4, blk, 16, 3>>{},
+        tag<cuda_policy<128, 4, blk, 8, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 3>>{},
+        tag<cuda_policy<256, 4, blk, 4, 2>>{}, tag<cuda_policy<128, 4, blk, 8, 2>>{});
 #elif defined(SWEEP_BF16)
+  for (long T : {1024L, 4096L, 16384L, 65536L})
     sweep<parascan::ops::linear_recurrence<float>, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16>(
-        "bf16 pair", T, 6.0, tag<cuda_policy<128, 8, blk, 8, 2>>{}, tag<cuda_policy<128, 8, blk, 8, 3>>{},
-        tag<cuda_policy<128, 8, blk, 6, 3>>{}, tag<cuda_policy<128, 8, blk, 6, 4>>{},
-        tag<cuda_policy<256, 8, blk, 4, 3>>{}, tag<cuda_policy<256, 8, blk, 3, 4>>{},
-        tag<cuda_policy<128, 16, blk, 4, 2>>{}, tag<cuda_policy<128, 16, blk, 4, 3>>{},
-        tag<cuda_policy<64, 8, blk, 12, 4>>{}, tag<cuda_policy<256, 16, blk, 2, 3>>{});
+        "bf16 pair", T, 6.0, tag<cuda_policy<128, 8, wrp, 8, 3>>{}, tag<cuda_policy<64, 8, wrp, 12, 4>>{},
+        tag<cuda_policy<128, 8, wrp, 6, 4>>{}, tag<cuda_policy<128, 16, wrp, 4, 3>>{},
+        tag<cuda_policy<64, 8, blk, 12, 4>>{}, tag<cuda_policy<128, 8, blk, 8, 3>>{},
+        tag<cuda_policy<256, 8, blk, 4, 3>>{}, tag<cuda_policy<256, 8, blk, 4, 2>>{});
 #elif defined(SWEEP_SCALAR)
+  for (long T : {1024L, 4096L, 65536L})
     sweep<parascan::ops::sum<float>, float, float, float>(
-        "fp32 sum", T, 8.0, tag<cuda_policy<128, 4, blk, 8, 3>>{}, tag<cuda_policy<128, 8, blk, 8, 2>>{},
-        tag<cuda_policy<128, 8, blk, 8, 3>>{}, tag<cuda_policy<128, 8, blk, 8, 4>>{},
-        tag<cuda_policy<256, 8, blk, 4, 3>>{}, tag<cuda_policy<128, 16, blk, 4, 3>>{},
-        tag<cuda_policy<256, 4, blk, 4, 4>>{});
+        "fp32 sum", T, 8.0, tag<cuda_policy<128, 4, wrp, 8, 3>>{}, tag<cuda_policy<128, 8, wrp, 8, 3>>{},
+        tag<cuda_policy<64, 8, wrp, 16, 3>>{}, tag<cuda_policy<128, 4, blk, 8, 3>>{},
+        tag<cuda_policy<128, 8, blk, 8, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 4>>{},
+        tag<cuda_policy<256, 8, blk, 4, 3>>{});
 #else
-    using c64 = cuda::std::complex<float>;
+  using c64 = cuda::std::complex<float>;
+  for (long T : {1024L, 4096L, 65536L})
     sweep<parascan::ops::linear_recurrence<c64>, c64, c64, c64>(
-        "complex64", T, 24.0, tag<cuda_policy<128, 2, blk, 4, 3>>{}, tag<cuda_policy<128, 4, blk, 1, 3>>{},
-        tag<cuda_policy<128, 4, blk, 4, 2>>{}, tag<cuda_policy<128, 4, blk, 4, 3>>{},
-        tag<cuda_policy<256, 2, blk, 2, 4>>{}, tag<cuda_policy<128, 4, blk, 3, 4>>{});
+        "complex64", T, 24.0, tag<cuda_policy<128, 2, blk, 4, 3>>{}, tag<cuda_policy<128, 4, blk, 4, 2>>{},
+        tag<cuda_policy<128, 2, wrp, 4, 3>>{}, tag<cuda_policy<128, 4, wrp, 4, 3>>{},
+        tag<cuda_policy<256, 2, blk, 4, 3>>{}, tag<cuda_policy<64, 2, wrp, 8, 4>>{});
 #endif
-  }
   return 0;
 }

@@ -28,9 +28,11 @@ struct host_policy {
 /// - automatic: a block per long sequence, a warp per short one, several blocks per sequence when there
 ///   are few long sequences; threads combine in parallel (warp shuffles, then shared memory);
 /// - block: as automatic, never a warp per sequence;
+/// - warp: a warp per sequence (or segment) at every length: no block barrier per tile, more sequences
+///   in flight;
 /// - sequential: each thread scans its own segment in time order (large states, where a parallel combine
 ///   costs more work than it saves).
-enum class combine_variant { automatic, block, sequential };
+enum class combine_variant { automatic, block, warp, sequential };
 
 /// CUDA engine tuning. Threads: threads per block; Items: consecutive steps each thread combines in
 /// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps);
@@ -80,18 +82,23 @@ struct default_policy<Op, arch::host> {
   using type = host_policy<(sizeof(state_t<Op>) > 32 ? (index_t(1) << 12) : (index_t(1) << 16))>;
 };
 
-// Measured on an H100 (bench/cuda_bench.cu's sweep, 2026-11-21): 128-thread blocks with 1024 resident
-// threads per multiprocessor (<= 64 registers) beat larger blocks and longer runs of items for scalar and
-// pair states (fp32 linear recurrence (8, 1536, 4096): 78% of copy bandwidth against 55% for 256 x 8);
-// 4 x 4 matrix states did best with 64-thread blocks.
+// Chosen by bench/policy_sweep.cu on an H200 (2026-11-21; (8, 1536, T), T = 256 .. 65536, fractions of a
+// float4 copy kernel in the same run). Scalar, pair and wide states: a warp per sequence at every length
+// (no block barrier per tile, and 32 sequences in flight per multiprocessor, each with its loads STAGES - 1
+// tiles ahead) beat whole blocks everywhere: fp32 pairs at 128 x 4 x 4 stages reached 51 / 73 / 84 / 92 /
+// 97 / 99 / 101% at T = 256 / 512 / 1024 / 2048 / 4096 / 16384 / 65536, against 22 / 47 / 70 / 83 / 87 /
+// 88 / 89% for 128-thread blocks and 98% at best for 256-thread blocks at 65536. Eight items per thread
+// lost 20-25 points (register pressure at 1024 resident threads); complex64 (16-byte state) wants 4 blocks
+// of 128 threads (<= 128 registers): 93 / 100 / 101% at 1024 / 4096 / 65536. 4 x 4 matrix states did
+// best with 64-thread blocks (H100, earlier sweep).
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
-      family == state_family::scalar, cuda_policy<128, 8, combine_variant::automatic, 8>,
+      family == state_family::scalar, cuda_policy<128, 4, combine_variant::warp, 8, 3>,
       std::conditional_t<
-          family == state_family::pair, cuda_policy<128, 4, combine_variant::automatic, 8>,
-          std::conditional_t<family == state_family::wide, cuda_policy<128, 4>,
+          family == state_family::pair, cuda_policy<128, 4, combine_variant::warp, 8, 4>,
+          std::conditional_t<family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
                              std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,
                                                 cuda_policy<128, 1, combine_variant::sequential>>>>>;
 };

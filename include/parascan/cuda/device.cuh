@@ -143,6 +143,7 @@ template <class Policy, class Op>
 group_kind choose_group(const batch_shape& shape) {
   if (Policy::combine == combine_variant::sequential) return group_kind::thread;
   if (shape.adjacent_sequences && shape.count >= warp_threads && sizeof(state_t<Op>) <= 32) return group_kind::channel;
+  if (Policy::combine == combine_variant::warp) return group_kind::warp;
   if (Policy::combine == combine_variant::automatic && shape.max_length <= 2 * index_t(warp_threads) * Policy::items)
     return group_kind::warp;
   return group_kind::block;
@@ -213,12 +214,15 @@ void run(const segment_args<Op, Pack, Out>& a, const batch_shape& shape, temp_al
   if constexpr (Policy::combine == combine_variant::sequential) {
     run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
   } else {
-    if constexpr (Policy::combine == combine_variant::automatic)
+    if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::warp)
       if (group == group_kind::warp) return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
     if constexpr (sizeof(state_t<Op>) <= 32)
       if (group == group_kind::channel)
         return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
-    run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+    if constexpr (Policy::combine != combine_variant::warp)
+      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+    else
+      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
   }
 }
 

@@ -70,6 +70,27 @@ struct common_accumulator<T> {
 template <class... T>
 using common_accumulator_t = typename common_accumulator<T...>::type;
 
+namespace detail {
+template <class T, class = void>
+struct is_complex : std::false_type {};
+template <class T>
+struct is_complex<T, std::void_t<decltype(std::declval<const T&>().real()), decltype(std::declval<const T&>().imag())>>
+    : std::true_type {};
+}  // namespace detail
+
+/// x * y in an accumulator type. Complex products use the textbook formula (fused multiply-adds),
+/// without the C99 Annex G recovery of inf * 0 that std::complex and cuda::std::complex multiply with (a
+/// NaN test and a branch per product, and no fusing, which made complex64 scans compute-bound): scans
+/// multiply finite gates and states, and a NaN still propagates.
+template <class T>
+PARASCAN_HD PARASCAN_INLINE T multiply(const T& x, const T& y) {
+  if constexpr (detail::is_complex<T>::value) {
+    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
+  } else {
+    return x * y;
+  }
+}
+
 /// Converts a stored element to accumulator type Acc through its own accumulator (bf16 -> float ->
 /// complex<float>, a path a single cast does not always have).
 template <class Acc, class T>

@@ -46,7 +46,7 @@ struct linear_recurrence {
   PARASCAN_HD value_type identity() const { return {Acc(1), Acc(0)}; }
   /// earlier first, then later: (a1 a2, a2 b1 + b2).
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
-    return {earlier.a * later.a, later.a * earlier.b + later.b};
+    return {multiply(earlier.a, later.a), multiply(later.a, earlier.b) + later.b};
   }
   /// One step from its gate a and token b (any storage types that convert to Acc).
   template <class A, class B>
@@ -59,7 +59,7 @@ struct linear_recurrence {
   /// Sequential loops that only project their carry skip the running gate product (whose underflow to
   /// subnormals is slow on CPUs): same x, stale a.
   PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const {
-    return {carry.a, x.a * carry.b + x.b};
+    return {carry.a, multiply(x.a, carry.b) + x.b};
   }
 };
 
