@@ -13,7 +13,8 @@ namespace parascan::engine {
 /// (>= p1; past p1 a thread only pads with the identity).
 /// `staging` (this warp's STAGES stages of stage_bytes each, or null) pipelines contiguous inputs through
 /// shared memory (warp_io.cuh); only groups whose warps hold consecutive positions of one sequence may
-/// pass it. Without it, each thread loads its own steps directly.
+/// pass it. Without it, each thread loads its own steps directly. Outputs of such groups leave as
+/// vectors, or regrouped through the consumed stage (warp_io.cuh's store_items).
 template <int ITEMS, int STAGES, bool WRITE, class Group, class Op, class Cursors, class Out>
 __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
                                     unsigned char* staging, int stage_bytes, const Op& op, const Cursors& in,
@@ -65,7 +66,16 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
           values[i] = static_cast<Out>(project(op, running));
         }
       }
-      store_items<ITEMS>(out, n, first, p1, reverse, values);
+      if constexpr (Group::warp_contiguous) {
+        // The stage just consumed is free until the next tile refills it: outputs that cannot leave as
+        // aligned vectors are regrouped there (when they fit).
+        unsigned char* buffer = nullptr;
+        if (staging != nullptr && chunk_layout<ITEMS, Out>::bytes <= stage_bytes)
+          buffer = stage(current == 0 ? STAGES - 1 : current - 1);
+        store_items<ITEMS>(out, chunk(base), first, values, buffer);
+      } else {
+        store_values<ITEMS>(out, n, first, p1, reverse, values);
+      }
     }
   }
   return carry;

@@ -133,13 +133,15 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
       }
     }
   }
-  // Element by element, lane-consecutive in scan order; element i of the scan is element m of memory.
+  // Element by element, lane-consecutive in scan order; element i of the scan is element m of memory,
+  // at time lowest_time() + m.
+  const index_t lowest = w.lowest_time();
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {
     const int i = k * 32 + lane;
     if (w.first + i < w.end) {
       const int m = w.reverse ? N - 1 - i : i;
-      copy_element(stage + L::offset(m), &c[time_index(w.first + i, w.n, w.reverse)]);
+      copy_element(stage + L::offset(m), c.stride == 1 ? c.base + (lowest + m) : &c[lowest + m]);
     }
   }
 }
@@ -217,29 +219,52 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
   for (int i = 0; i < ITEMS; ++i) items[i] = first + i < w.end ? lift_item(op, v, i) : op.identity();
 }
 
-/// Writes the thread's outputs for steps [first, first + ITEMS): vector stores when the output is
-/// contiguous, the run full and aligned; element by element otherwise.
+/// Writes the thread's outputs for steps [first, first + ITEMS) of its warp's chunk `w`. A full, aligned
+/// chunk of a contiguous output goes out as vector stores from registers; any other chunk of a
+/// contiguous output goes through `buffer` (a consumed stage of at least chunk_layout<ITEMS, Out>::bytes,
+/// or null) and out lane-consecutively, so that a misaligned view or a ragged tail still writes whole
+/// sectors; without a buffer, or for a strided output, element by element. All 32 lanes call it.
 template <int ITEMS, class Out>
-__device__ __forceinline__ void store_items(const cursor<Out>& out, index_t n, index_t first, index_t end,
-                                            bool reverse, const Out (&values)[ITEMS]) {
+__device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_chunk<ITEMS>& w, index_t first,
+                                            const Out (&values)[ITEMS], unsigned char* buffer) {
   using L = chunk_layout<ITEMS, Out>;
-  if constexpr (L::vector) {
-    if (out.stride == 1 && first + ITEMS <= end) {
-      Out* dst = out.base + (reverse ? n - first - ITEMS : first);
-      if (aligned_to<L::piece>(dst)) {
+  constexpr int N = warp_chunk<ITEMS>::elements;
+  const int lane = int(threadIdx.x) % 32;
+  if (out.stride == 1) {
+    Out* lowest = out.base + w.lowest_time();  // dereferenced only at valid times
+    if constexpr (L::vector) {
+      if (w.full() && aligned_to<L::piece>(lowest)) {
         using piece_t = typename piece_of<L::piece>::type;
         Out mem[ITEMS];
 #pragma unroll
-        for (int j = 0; j < ITEMS; ++j) mem[j] = reverse ? values[ITEMS - 1 - j] : values[j];
+        for (int j = 0; j < ITEMS; ++j) mem[j] = w.reverse ? values[ITEMS - 1 - j] : values[j];
         piece_t pieces[L::pieces_per_lane];
         std::memcpy(pieces, mem, sizeof pieces);
+        piece_t* dst = reinterpret_cast<piece_t*>(lowest) + (w.reverse ? 31 - lane : lane) * L::pieces_per_lane;
 #pragma unroll
-        for (int q = 0; q < L::pieces_per_lane; ++q) reinterpret_cast<piece_t*>(dst)[q] = pieces[q];
+        for (int q = 0; q < L::pieces_per_lane; ++q) dst[q] = pieces[q];
         return;
       }
     }
+    if (buffer != nullptr) {
+      const int run = w.reverse ? 31 - lane : lane;
+      __syncwarp();  // every lane has read its inputs from the buffer
+#pragma unroll
+      for (int j = 0; j < ITEMS; ++j)
+        *reinterpret_cast<Out*>(buffer + L::offset(run * ITEMS + j)) = w.reverse ? values[ITEMS - 1 - j] : values[j];
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < ITEMS; ++k) {
+        const int i = k * 32 + lane;
+        if (w.first + i < w.end) {
+          const int m = w.reverse ? N - 1 - i : i;
+          lowest[m] = *reinterpret_cast<const Out*>(buffer + L::offset(m));
+        }
+      }
+      return;
+    }
   }
-  store_values<ITEMS>(out, n, first, end, reverse, values);
+  store_values<ITEMS>(out, w.n, first, w.end, w.reverse, values);
 }
 
 }  // namespace parascan::engine
