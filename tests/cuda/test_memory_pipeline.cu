@@ -16,13 +16,13 @@ using ptest::index_t;
 /// x[t] = a[t] x[t-1] + b[t] over (2, 3, T) bdt views starting `shift` elements into their buffers,
 /// with every option combination; gates stored as G, tokens as X, state and output fp32.
 template <class Policy, class G, class X>
-void check_pipeline() {
+void check_pipeline(index_t B = 2, index_t D = 3, std::vector<index_t> lengths = {1, 7, 64, 255, 1000, 4096, 4099, 20011}) {
   using op_t = parascan::ops::linear_recurrence<float>;
-  for (index_t T : {1, 7, 64, 255, 1000, 4096, 4099, 20011})
+  for (index_t T : lengths)
     for (int shift = 0; shift < 4; ++shift)
       for (const auto& f : ptest::all_flags()) {
-        if (T > 1000 && shift % 2 != (f.reverse ? 1 : 0)) continue;  // keep the long ones quick
-        const index_t B = 2, D = 3, n = B * D * T;
+        if ((T > 1000 || B * D > 6) && shift % 2 != (f.reverse ? 1 : 0)) continue;  // keep the long ones quick
+        const index_t n = B * D * T;
         INFO("T=" << T << " shift=" << shift << " " << ptest::describe(f));
         ptest::fast_random g;
         ptest::buffer<G> a(n + shift);
@@ -74,6 +74,12 @@ TEST_CASE("pipeline: bf16 gates with fp32 tokens, 2-byte elements") {
   check_pipeline<parascan::use_default_policy, ptest::bf16, float>();
   check_pipeline<parascan::cuda_policy<64, 16, combine_variant::automatic, 1, 3>, ptest::bf16, float>();
   check_pipeline<parascan::cuda_policy<64, 3, combine_variant::automatic, 1, 3>, ptest::bf16, ptest::bf16>();
+}
+
+TEST_CASE("pipeline: many short sequences (more warps than the device runs at once)") {
+  check_pipeline<parascan::use_default_policy, float, float>(64, 200, {1, 5, 64, 130, 300});
+  check_pipeline<parascan::cuda_policy<128, 4, combine_variant::block, 8, 2>, float, float>(64, 200, {3, 100, 600});
+  check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(64, 200, {9, 127});
 }
 
 TEST_CASE("pipeline: in place over the tokens, every stage refilled while outputs are written") {
