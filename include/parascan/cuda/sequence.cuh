@@ -56,12 +56,15 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
     S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), carry, temp);
     if constexpr (WRITE) {
       Out values[ITEMS];
+      if (exclusive) {  // uniform: two loops rather than a test per step
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        if (exclusive) {
+        for (int i = 0; i < ITEMS; ++i) {
           values[i] = static_cast<Out>(project(op, running));
           running = op(running, items[i]);
-        } else {
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
           running = op(running, items[i]);
           values[i] = static_cast<Out>(project(op, running));
         }

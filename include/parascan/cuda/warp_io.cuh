@@ -215,8 +215,13 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
                                             index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS]) {
   item_values<ITEMS, T...> v;
   unstage_inputs<ITEMS>(w, stage, v);
+  if (w.full()) {  // warp-uniform: no test per step
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) items[i] = first + i < w.end ? lift_item(op, v, i) : op.identity();
+    for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) items[i] = first + i < w.end ? lift_item(op, v, i) : op.identity();
+  }
 }
 
 /// Writes the thread's outputs for steps [first, first + ITEMS) of its warp's chunk `w`. A full, aligned
