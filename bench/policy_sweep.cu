@@ -108,8 +108,9 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   const auto one = [&](auto policy) {
     using P = decltype(policy);
     const double ms = median_ms([&] { run(policy); });
-    std::printf("%-10s T=%-6ld threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n", what, T,
-                P::threads, P::items, P::min_blocks, P::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+    std::printf("%-10s T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n", what,
+                T, P::combine == parascan::combine_variant::warp ? "warp" : "block", P::threads, P::items, P::min_blocks,
+                P::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
     std::fflush(stdout);
   };
   (one(Policies{}), ...);
@@ -127,9 +128,10 @@ int main() {
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   measure_copy();
 #if defined(SWEEP_PAIR)
-  for (long T : {256L, 512L, 1024L, 2048L, 4096L, 16384L, 65536L})
+  for (long T : {128L, 256L, 512L, 1024L, 2048L, 4096L, 16384L, 65536L})
     sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
         "fp32 pair", T, 12.0, tag<cuda_policy<128, 4, wrp, 8, 3>>{}, tag<cuda_policy<128, 4, wrp, 8, 4>>{},
+        tag<cuda_policy<128, 2, wrp, 8, 4>>{}, tag<cuda_policy<128, 1, wrp, 8, 6>>{},
         tag<cuda_policy<256, 4, wrp, 4, 4>>{}, tag<cuda_policy<64, 4, wrp, 16, 3>>{},
         tag<cuda_policy<128, 8, wrp, 8, 3>>{}, tag<cuda_policy<64, 4, blk, 16, 3>>{},
         tag<cuda_policy<128, 4, blk, 8, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 3>>{},
@@ -137,8 +139,10 @@ int main() {
 #elif defined(SWEEP_BF16)
   for (long T : {1024L, 4096L, 16384L, 65536L})
     sweep<parascan::ops::linear_recurrence<float>, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16>(
-        "bf16 pair", T, 6.0, tag<cuda_policy<128, 8, wrp, 8, 3>>{}, tag<cuda_policy<64, 8, wrp, 12, 4>>{},
-        tag<cuda_policy<128, 8, wrp, 6, 4>>{}, tag<cuda_policy<128, 16, wrp, 4, 3>>{},
+        "bf16 pair", T, 6.0, tag<cuda_policy<128, 8, wrp, 8, 3>>{}, tag<cuda_policy<128, 8, wrp, 8, 4>>{},
+        tag<cuda_policy<64, 8, wrp, 12, 4>>{}, tag<cuda_policy<128, 8, wrp, 6, 4>>{},
+        tag<cuda_policy<128, 16, wrp, 4, 3>>{}, tag<cuda_policy<128, 16, wrp, 4, 4>>{},
+        tag<cuda_policy<128, 16, wrp, 5, 3>>{},
         tag<cuda_policy<64, 8, blk, 12, 4>>{}, tag<cuda_policy<128, 8, blk, 8, 3>>{},
         tag<cuda_policy<256, 8, blk, 4, 3>>{}, tag<cuda_policy<256, 8, blk, 4, 2>>{});
 #elif defined(SWEEP_SCALAR)
