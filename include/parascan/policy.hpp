@@ -55,11 +55,15 @@ struct cuda_policy {
   static constexpr int stages = Stages;
 };
 
-/// The same policy with at least `Items` items per thread.
+/// The same policy with at least `Items` items per thread. Raising the items also raises the registers a
+/// thread needs, so the resident blocks drop by a quarter (8 -> 6 for the pair policy: bf16 linear
+/// recurrences over (8, 1536, T) went from 59 / 82 / 93 / 95% to 61 / 88 / 97 / 98% of a float4 copy at
+/// T = 1024 / 4096 / 16384 / 65536 on an H200, bench/policy_sweep.cu).
 template <class Policy, int Items>
-using with_items_at_least =
-    cuda_policy<Policy::threads, (Policy::items > Items ? Policy::items : Items), Policy::combine, Policy::min_blocks,
-                Policy::stages>;
+using with_items_at_least = std::conditional_t<
+    (Policy::items >= Items), Policy,
+    cuda_policy<Policy::threads, Items, Policy::combine,
+                (Policy::min_blocks * 3 / 4 > 1 ? Policy::min_blocks * 3 / 4 : 1), Policy::stages>>;
 
 /// How large an operator's state is, which drives the default tuning.
 enum class state_family { scalar, pair, wide, matrix };
