@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "../inputs.hpp"
@@ -123,11 +124,40 @@ struct segment_plan {
   index_t segment = 0;  // scan positions per segment when splits > 1
 };
 
-inline int multiprocessors() {
-  int device = 0, sms = 0;
+/// A per-device value computed once (device attributes, kernel occupancy): dispatch runs on every call,
+/// and these queries cost microseconds, which short scans notice. Races only ever store the same value.
+template <class Compute>
+int cached_per_device(std::atomic<int> (&cache)[64], Compute&& compute) {
+  int device = 0;
   detail::cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-  detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  return sms;
+  if (device < 0 || device >= 64) return compute(device);
+  int value = cache[device].load(std::memory_order_relaxed);
+  if (value == 0) cache[device].store(value = compute(device), std::memory_order_relaxed);
+  return value;
+}
+
+inline int multiprocessors() {
+  static std::atomic<int> cache[64] = {};
+  return cached_per_device(cache, [](int device) {
+    int sms = 0;
+    detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    return sms;
+  });
+}
+
+/// Blocks of one segment kernel a multiprocessor holds at once (at least 1), per device (the fold pass
+/// stands for all three: same registers and shared memory).
+template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, class Op, class Pack, class Out>
+int resident_blocks() {
+  static std::atomic<int> cache[64] = {};
+  return cached_per_device(cache, [](int) {
+    int blocks = 0;
+    detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                           &blocks, segment_kernel<Group, ITEMS, STAGES, MIN_BLOCKS, pass::fold, Op, Pack, Out>,
+                           Group::block_threads, 0),
+                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return std::max(blocks, 1);
+  });
 }
 
 /// What dispatch knows of the batch.
@@ -181,13 +211,9 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
   constexpr int items = sequential ? 1 : Policy::items;
   constexpr int min_blocks = Policy::min_blocks;
   constexpr int stages = Policy::stages;
-  int blocks_per_sm = 0;
-  detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &blocks_per_sm, segment_kernel<Group, items, stages, min_blocks, pass::fold, Op, Pack, Out>,
-                         Group::block_threads, 0),
-                     "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int blocks_per_sm = resident_blocks<Group, items, stages, min_blocks, Op, Pack, Out>();
   // Sequential threads need more segments in flight than resident threads to hide their latency.
-  const index_t resident = index_t(multiprocessors()) * std::max(blocks_per_sm, 1) * Group::groups_per_block *
+  const index_t resident = index_t(multiprocessors()) * blocks_per_sm * Group::groups_per_block *
                            (sequential ? 2 : 1);
   const index_t groups = (std::max<index_t>(a.count, 1) + Group::sequences_per_group - 1) / Group::sequences_per_group;
   const segment_plan plan =
