@@ -57,11 +57,7 @@ struct chunk_layout {
   static constexpr bool vector = piece != 0;
   static constexpr int pieces_per_lane = vector ? lane_bytes / piece : 0;
   static constexpr int elements_per_piece = vector ? piece / size : 1;
-  /// A misaligned chunk of 4-, 8- or 16-byte elements can move as its 16-byte aligned cover: one piece
-  /// more than the chunk, unswizzled, each thread then reading its run at the chunk's offset.
-  static constexpr bool coverable = piece == 16 && size % 4 == 0;
-  static constexpr int cover_pieces = 32 * lane_bytes / 16 + 1;
-  static constexpr int bytes = coverable ? cover_pieces * 16 : (32 * lane_bytes + 15) / 16 * 16;
+  static constexpr int bytes = (32 * lane_bytes + 15) / 16 * 16;
 
   /// Slot of piece p (memory order): lane run l = p / P keeps its P slots, permuted by an XOR that
   /// differs between the 8 lanes one shared-memory wavefront serves, so each 16-byte read by a quarter
@@ -106,31 +102,6 @@ __device__ __forceinline__ bool aligned_to(const T* p) {
   return (reinterpret_cast<std::uintptr_t>(p) & (ALIGN - 1)) == 0;
 }
 
-/// How a warp's chunk of one input moves into its stage: 16-byte pieces (full and aligned), the aligned
-/// cover of a misaligned full chunk (when the cover lies inside the sequence, so that nothing outside it
-/// is read), or element by element (ragged, strided, or at a sequence's edge). Loads and reads of a
-/// stage both ask, so they agree.
-enum class chunk_move { pieces, cover, elements };
-
-template <int ITEMS, class T>
-__device__ __forceinline__ chunk_move move_of(const cursor<const T>& c, const warp_chunk<ITEMS>& w) {
-  using L = chunk_layout<ITEMS, T>;
-  if constexpr (L::vector) {
-    if (c.stride == 1 && w.full()) {
-      const index_t lowest = w.lowest_time();
-      const auto address = reinterpret_cast<std::uintptr_t>(c.base + lowest);
-      if ((address & (L::piece - 1)) == 0) return chunk_move::pieces;
-      if constexpr (L::coverable) {
-        const index_t shift = index_t(address & 15);
-        if (shift % 4 == 0 && lowest * L::size >= shift &&
-            (w.n - lowest - warp_chunk<ITEMS>::elements) * L::size >= 16 - shift)
-          return chunk_move::cover;
-      }
-    }
-  }
-  return chunk_move::elements;
-}
-
 /// Copies one element into shared memory: asynchronously when it is 4, 8 or 16 bytes and aligned so.
 template <class T>
 __device__ __forceinline__ void copy_element(unsigned char* dst, const T* src) {
@@ -149,24 +120,14 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
   using L = chunk_layout<ITEMS, T>;
   constexpr int N = warp_chunk<ITEMS>::elements;
   const int lane = int(threadIdx.x) % 32;
-  const chunk_move move = move_of(c, w);
   if constexpr (L::vector) {
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(c.base + w.lowest_time());
-    if (move == chunk_move::pieces) {
+    if (c.stride == 1 && w.full()) {
+      const unsigned char* src = reinterpret_cast<const unsigned char*>(c.base + w.lowest_time());
+      if (aligned_to<L::piece>(src)) {
 #pragma unroll
-      for (int k = 0; k < L::pieces_per_lane; ++k) {
-        const int p = k * 32 + lane;
-        __pipeline_memcpy_async(stage + L::slot(p) * L::piece, src + p * L::piece, L::piece);
-      }
-      return;
-    }
-    if constexpr (L::coverable) {
-      if (move == chunk_move::cover) {
-        const unsigned char* cover = src - (reinterpret_cast<std::uintptr_t>(src) & 15);
-#pragma unroll
-        for (int k = 0; k < (L::cover_pieces + 31) / 32; ++k) {
+        for (int k = 0; k < L::pieces_per_lane; ++k) {
           const int p = k * 32 + lane;
-          if (p < L::cover_pieces) __pipeline_memcpy_async(stage + p * 16, cover + p * 16, 16);
+          __pipeline_memcpy_async(stage + L::slot(p) * L::piece, src + p * L::piece, L::piece);
         }
         return;
       }
@@ -175,15 +136,6 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
   // Element by element, lane-consecutive in scan order; element i of the scan is element m of memory,
   // at time lowest_time() + m.
   const index_t lowest = w.lowest_time();
-  if (c.stride == 1 && w.full()) {  // a misaligned chunk: no bounds test, no stride
-    const T* src = c.base + lowest;
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-      const int i = k * 32 + lane, m = w.reverse ? N - 1 - i : i;
-      copy_element(stage + L::offset(m), src + m);
-    }
-    return;
-  }
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {
     const int i = k * 32 + lane;
@@ -216,40 +168,16 @@ struct item_values<ITEMS, H, R...> {
 
 /// A thread's ITEMS elements of one input, in scan order, from a completed stage.
 template <int ITEMS, class T>
-__device__ __forceinline__ void unstage_chunk(const cursor<const T>& c, const warp_chunk<ITEMS>& w,
-                                              const unsigned char* stage, T (&v)[ITEMS]) {
+__device__ __forceinline__ void unstage_chunk(const warp_chunk<ITEMS>& w, const unsigned char* stage, T (&v)[ITEMS]) {
   using L = chunk_layout<ITEMS, T>;
   const int lane = int(threadIdx.x) % 32;
   const int run = w.reverse ? 31 - lane : lane;  // the lane's run of ITEMS elements, in memory order
   if constexpr (L::vector) {
     using piece_t = typename piece_of<L::piece>::type;
     piece_t pieces[L::pieces_per_lane];
-    bool covered = false;
-    if constexpr (L::coverable) {
-      if (move_of(c, w) == chunk_move::cover) {
-        // The run starts `shift` bytes into the lane's first 16-byte piece of the cover: read one piece
-        // more and select the words (selects, not a variable index: registers, not local memory).
-        constexpr int P = L::pieces_per_lane, W = 4 * P;
-        const int shift = int(reinterpret_cast<std::uintptr_t>(c.base + w.lowest_time()) & 15) / 4;
-        unsigned words[W + 4];
 #pragma unroll
-        for (int q = 0; q <= P; ++q) {
-          const uint4 x = *reinterpret_cast<const uint4*>(stage + (run * P + q) * 16);
-          words[4 * q] = x.x, words[4 * q + 1] = x.y, words[4 * q + 2] = x.z, words[4 * q + 3] = x.w;
-        }
-        unsigned out[W];
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-          out[j] = shift == 1 ? words[j + 1] : shift == 2 ? words[j + 2] : shift == 3 ? words[j + 3] : words[j];
-        std::memcpy(pieces, out, sizeof pieces);
-        covered = true;
-      }
-    }
-    if (!covered) {
-#pragma unroll
-      for (int q = 0; q < L::pieces_per_lane; ++q)
-        pieces[q] = *reinterpret_cast<const piece_t*>(stage + L::slot(run * L::pieces_per_lane + q) * L::piece);
-    }
+    for (int q = 0; q < L::pieces_per_lane; ++q)
+      pieces[q] = *reinterpret_cast<const piece_t*>(stage + L::slot(run * L::pieces_per_lane + q) * L::piece);
     T mem[ITEMS];
     std::memcpy(mem, pieces, sizeof mem);
 #pragma unroll
@@ -262,13 +190,12 @@ __device__ __forceinline__ void unstage_chunk(const cursor<const T>& c, const wa
 }
 
 template <int ITEMS>
-__device__ __forceinline__ void unstage_inputs(const cursor_pack<>&, const warp_chunk<ITEMS>&, const unsigned char*,
-                                               item_values<ITEMS>&) {}
+__device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>&, const unsigned char*, item_values<ITEMS>&) {}
 template <int ITEMS, class H, class... R>
-__device__ __forceinline__ void unstage_inputs(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w,
-                                               const unsigned char* stage, item_values<ITEMS, H, R...>& v) {
-  unstage_chunk<ITEMS>(c.head, w, stage, v.head);
-  unstage_inputs<ITEMS>(c.tail, w, stage + chunk_layout<ITEMS, H>::bytes, v.tail);
+__device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>& w, const unsigned char* stage,
+                                               item_values<ITEMS, H, R...>& v) {
+  unstage_chunk<ITEMS>(w, stage, v.head);
+  unstage_inputs<ITEMS>(w, stage + chunk_layout<ITEMS, H>::bytes, v.tail);
 }
 
 template <class Op, int ITEMS, class... Read>
@@ -284,10 +211,10 @@ __device__ __forceinline__ state_t<Op> lift_item(const Op& op, const item_values
 /// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`;
 /// positions at or past w.end are the identity.
 template <int ITEMS, class Op, class... T>
-__device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>& in, const warp_chunk<ITEMS>& w,
+__device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>&, const warp_chunk<ITEMS>& w,
                                             index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS]) {
   item_values<ITEMS, T...> v;
-  unstage_inputs<ITEMS>(in, w, stage, v);
+  unstage_inputs<ITEMS>(w, stage, v);
   if (w.full()) {  // warp-uniform: no test per step
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
@@ -331,11 +258,10 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
       for (int j = 0; j < ITEMS; ++j)
         *reinterpret_cast<Out*>(buffer + L::offset(run * ITEMS + j)) = w.reverse ? values[ITEMS - 1 - j] : values[j];
       __syncwarp();
-      const bool full = w.full();
 #pragma unroll
       for (int k = 0; k < ITEMS; ++k) {
         const int i = k * 32 + lane;
-        if (full || w.first + i < w.end) {
+        if (w.first + i < w.end) {
           const int m = w.reverse ? N - 1 - i : i;
           lowest[m] = *reinterpret_cast<const Out*>(buffer + L::offset(m));
         }
