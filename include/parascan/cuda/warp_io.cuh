@@ -136,6 +136,15 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
   // Element by element, lane-consecutive in scan order; element i of the scan is element m of memory,
   // at time lowest_time() + m.
   const index_t lowest = w.lowest_time();
+  if (c.stride == 1 && w.full()) {  // a misaligned chunk: no bounds test, no stride
+    const T* src = c.base + lowest;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+      const int i = k * 32 + lane, m = w.reverse ? N - 1 - i : i;
+      copy_element(stage + L::offset(m), src + m);
+    }
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {
     const int i = k * 32 + lane;
@@ -258,10 +267,11 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
       for (int j = 0; j < ITEMS; ++j)
         *reinterpret_cast<Out*>(buffer + L::offset(run * ITEMS + j)) = w.reverse ? values[ITEMS - 1 - j] : values[j];
       __syncwarp();
+      const bool full = w.full();
 #pragma unroll
       for (int k = 0; k < ITEMS; ++k) {
         const int i = k * 32 + lane;
-        if (w.first + i < w.end) {
+        if (full || w.first + i < w.end) {
           const int m = w.reverse ? N - 1 - i : i;
           lowest[m] = *reinterpret_cast<const Out*>(buffer + L::offset(m));
         }
