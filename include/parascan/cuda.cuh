@@ -74,7 +74,7 @@ std::pair<Pack, Pack> stage_inputs(const Pack& in, staged_offsets& staged) {
 
 /// What dispatch needs to know of a (host-offsets) view.
 template <class T>
-engine::batch_shape shape_of(const sequences<T>& v) {
+batch_shape shape_of(const sequences<T>& v) {
   index_t longest = v.length;
   if (v.packed()) {
     longest = 0;

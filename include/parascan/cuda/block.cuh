@@ -12,12 +12,14 @@
 // loop_end(p1) the bound every thread of the group loops to (its sequences may differ in length).
 #pragma once
 
+#include "../plan.hpp"
 #include "warp.cuh"
 
 namespace parascan::engine {
 
 template <int THREADS>
 struct block_group {
+  static constexpr group_kind kind = group_kind::block;
   static constexpr int block_threads = THREADS;
   static constexpr int sequences_per_group = 1;
   __device__ int sequence_lane() const { return 0; }
@@ -64,6 +66,7 @@ struct block_group {
 
 template <int THREADS>
 struct warp_group {
+  static constexpr group_kind kind = group_kind::warp;
   static constexpr int block_threads = THREADS;
   static constexpr int sequences_per_group = 1;
   __device__ int sequence_lane() const { return 0; }
@@ -92,6 +95,7 @@ struct warp_group {
 
 template <int THREADS>
 struct thread_group {
+  static constexpr group_kind kind = group_kind::thread;
   static constexpr int block_threads = THREADS;
   static constexpr int sequences_per_group = 1;
   __device__ int sequence_lane() const { return 0; }
@@ -117,6 +121,7 @@ struct thread_group {
 
 template <int THREADS>
 struct channel_group {
+  static constexpr group_kind kind = group_kind::channel;
   static constexpr int block_threads = THREADS;
   static constexpr bool warp_contiguous = false;
   static constexpr int warps = THREADS / warp_threads;

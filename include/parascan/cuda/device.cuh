@@ -1,10 +1,10 @@
-// Device layer: the kernels (which only compose the layers below) and the dispatch that picks a strategy
-// from the shape and the operator.
+// Device layer: the kernels (which only compose the layers below) and the launches that carry out
+// plan.hpp's plan (which group scans, whether sequences are split into segments).
 //
 // Strategies:
-//  - one group per sequence, the group looping over tiles with a running carry: a block for long
-//    sequences, a warp for short ones (several sequences per block);
-//  - few long sequences: each sequence split into segments over several blocks, reduce-then-scan
+//  - one group per sequence, the group looping over tiles with a running carry: a warp per sequence by
+//    default for states up to 32 bytes (several sequences per block), or a whole block;
+//  - few long sequences: each sequence split into segments over several groups, reduce-then-scan
 //    (fold every segment, scan the segment totals per sequence, rescan each segment from its carry);
 //  - strided time with adjacent sequences ((B, T, D)): lanes across 32 sequences, warps along time;
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <limits>
 
 #include "../inputs.hpp"
 #include "../operator_traits.hpp"
+#include "../plan.hpp"
 #include "../policy.hpp"
 #include "check.cuh"
 #include "memory.cuh"
@@ -117,13 +119,6 @@ __global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_
   if (final != nullptr) final[s] = project(op, carry);
 }
 
-/// Which group scans, and how sequences are cut into segments.
-enum class group_kind { block, warp, thread, channel };
-struct segment_plan {
-  index_t splits = 1;
-  index_t segment = 0;  // scan positions per segment when splits > 1
-};
-
 /// A per-device value computed once (device attributes, kernel occupancy): dispatch runs on every call,
 /// and these queries cost microseconds, which short scans notice. Races only ever store the same value.
 template <class Compute>
@@ -160,38 +155,6 @@ int resident_blocks() {
   });
 }
 
-/// What dispatch knows of the batch.
-struct batch_shape {
-  index_t count;            // sequences
-  index_t max_length;       // longest sequence
-  bool adjacent_sequences;  // sequences s, s+1 one element apart and time strided: (B, T, D)
-};
-
-/// The group that scans: sequential threads for large states, lanes across sequences when adjacent
-/// sequences are adjacent in memory, a warp per short sequence, else a block per sequence (or segment).
-template <class Policy, class Op>
-group_kind choose_group(const batch_shape& shape) {
-  if (Policy::combine == combine_variant::sequential) return group_kind::thread;
-  if (shape.adjacent_sequences && shape.count >= warp_threads && sizeof(state_t<Op>) <= 32) return group_kind::channel;
-  if (Policy::combine == combine_variant::warp) return group_kind::warp;
-  if (Policy::combine == combine_variant::automatic && shape.max_length <= 2 * index_t(warp_threads) * Policy::items)
-    return group_kind::warp;
-  return group_kind::block;
-}
-
-/// Splits the sequences into segments when there are too few independent groups to fill the device once
-/// (`resident` groups run at a time); segments are whole tiles, and at least four tiles long.
-inline segment_plan plan_segments(const batch_shape& shape, index_t groups, index_t resident, index_t tile) {
-  const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
-  segment_plan plan;
-  const index_t len = shape.max_length;
-  if (groups >= resident || len <= 4 * tile) return plan;
-  plan.segment = ceil_div(ceil_div(len, ceil_div(resident, groups)), tile) * tile;
-  plan.splits = ceil_div(len, plan.segment);
-  if (plan.splits <= 1) plan = {};
-  return plan;
-}
-
 template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
 void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) {
   const index_t groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group * a.splits;
@@ -211,13 +174,16 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
   constexpr int items = sequential ? 1 : Policy::items;
   constexpr int min_blocks = Policy::min_blocks;
   constexpr int stages = Policy::stages;
-  const int blocks_per_sm = resident_blocks<Group, items, stages, min_blocks, Op, Pack, Out>();
-  // Sequential threads need more segments in flight than resident threads to hide their latency.
-  const index_t resident = index_t(multiprocessors()) * blocks_per_sm * Group::groups_per_block *
-                           (sequential ? 2 : 1);
-  const index_t groups = (std::max<index_t>(a.count, 1) + Group::sequences_per_group - 1) / Group::sequences_per_group;
-  const segment_plan plan =
-      plan_segments(shape, groups, resident, sequential ? 64 : index_t(Group::threads) * items);
+  constexpr policy_values values = policy_values::of<Policy, Op>();
+  constexpr group_geometry geometry = geometry_of(Group::kind, values);
+  static_assert(geometry.threads == Group::threads && geometry.groups_per_block == Group::groups_per_block &&
+                    geometry.sequences_per_group == Group::sequences_per_group,
+                "plan.hpp's geometry_of must describe the CUDA groups of block.cuh");
+  const scan_plan plan = plan_scan(values, Group::kind, shape, multiprocessors(),
+                                   resident_blocks<Group, items, stages, min_blocks, Op, Pack, Out>());
+  if (log_plans())
+    std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
+                 static_cast<long long>(shape.count), static_cast<long long>(shape.max_length), plan.describe().c_str());
   if (plan.splits == 1) {
     launch_segments<Group, items, stages, min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
     return;
@@ -235,7 +201,7 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
 
 template <class Policy, bool WRITE, class Op, class Pack, class Out>
 void run(const segment_args<Op, Pack, Out>& a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream) {
-  const group_kind group = choose_group<Policy, Op>(shape);
+  const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::sequential) {
     run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, alloc, stream);

@@ -1,0 +1,134 @@
+// Dispatch as a plan: what the CUDA engine runs for a batch, as pure functions of the policy, the batch's
+// shape and the device (no CUDA here, so the host tests check every decision). The CUDA backend reads the
+// device once (cuda/device.cuh), makes the plan, prints it when the environment variable PARASCAN_LOG is
+// set to 1, and launches what it says.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "config.hpp"
+#include "policy.hpp"
+
+namespace parascan {
+
+/// What dispatch knows of the batch.
+struct batch_shape {
+  index_t count = 0;                // sequences
+  index_t max_length = 0;           // longest sequence
+  bool adjacent_sequences = false;  // sequences s, s+1 one element apart and time strided: (B, T, D)
+};
+
+/// Which threads scan one sequence (or segment) together:
+/// - block: a whole block, warp scans then warp totals through shared memory;
+/// - warp: a warp (several sequences per block), no block barrier;
+/// - thread: one thread, sequentially (large states);
+/// - channel: a block on 32 adjacent sequences, lanes across them, warps along time ((B, T, D)).
+enum class group_kind { block, warp, thread, channel };
+
+constexpr const char* name_of(group_kind g) {
+  switch (g) {
+    case group_kind::block: return "block";
+    case group_kind::warp: return "warp";
+    case group_kind::thread: return "thread";
+    case group_kind::channel: return "channel";
+  }
+  return "?";
+}
+
+/// A compile-time cuda_policy (and the operator's state size) as values.
+struct policy_values {
+  int threads = 128, items = 4, stages = 3;
+  combine_variant combine = combine_variant::automatic;
+  int state_bytes = 8;
+
+  template <class Policy, class Op>
+  static constexpr policy_values of() {
+    return {Policy::threads, Policy::items, Policy::stages, Policy::combine, int(sizeof(state_t<Op>))};
+  }
+};
+
+/// The group that scans: sequential threads for large states, lanes across sequences when adjacent
+/// sequences are adjacent in memory (and the state is small), a warp per sequence when the policy says
+/// so (or, with `automatic`, for sequences of at most two warp tiles), else a block.
+constexpr group_kind choose_group(const policy_values& p, const batch_shape& shape) {
+  constexpr index_t warp_threads = 32;
+  if (p.combine == combine_variant::sequential) return group_kind::thread;
+  if (shape.adjacent_sequences && shape.count >= warp_threads && p.state_bytes <= 32) return group_kind::channel;
+  if (p.combine == combine_variant::warp) return group_kind::warp;
+  if (p.combine == combine_variant::automatic && shape.max_length <= 2 * warp_threads * p.items)
+    return group_kind::warp;
+  return group_kind::block;
+}
+
+/// Threads of a group, and groups of a block, for each group kind under a policy.
+struct group_geometry {
+  int threads, groups_per_block, sequences_per_group;
+};
+constexpr group_geometry geometry_of(group_kind g, const policy_values& p) {
+  switch (g) {
+    case group_kind::block: return {p.threads, 1, 1};
+    case group_kind::warp: return {32, p.threads / 32, 1};
+    case group_kind::thread: return {1, p.threads, 1};
+    case group_kind::channel: return {p.threads / 32, 1, 32};
+  }
+  return {p.threads, 1, 1};
+}
+
+/// What runs.
+struct scan_plan {
+  group_kind group = group_kind::block;
+  group_geometry geometry{1, 1, 1};
+  index_t tile = 0;      // scan positions a group takes per step
+  index_t resident = 0;  // groups the device runs at once
+  index_t groups = 0;    // independent groups of sequences
+  index_t splits = 1;    // segments per sequence: > 1 runs reduce-then-scan (fold, carry, rescan)
+  index_t segment = 0;   // scan positions per segment when splits > 1
+
+  std::string describe() const {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "group=%s threads=%d groups/block=%d sequences/group=%d tile=%lld resident=%lld groups=%lld "
+                  "splits=%lld segment=%lld",
+                  name_of(group), geometry.threads, geometry.groups_per_block, geometry.sequences_per_group,
+                  static_cast<long long>(tile), static_cast<long long>(resident), static_cast<long long>(groups),
+                  static_cast<long long>(splits), static_cast<long long>(segment));
+    return text;
+  }
+};
+
+/// The plan for a batch, given the chosen group and how many blocks of its kernel one multiprocessor
+/// holds. Sequences are split into segments when there are fewer independent groups than the device runs
+/// at once and they are long (more than four tiles); segments are whole tiles, at least four long.
+/// Sequential threads need more segments in flight than resident threads to hide their latency.
+inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch_shape& shape, int multiprocessors,
+                           int blocks_per_multiprocessor) {
+  const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
+  scan_plan plan;
+  plan.group = group;
+  plan.geometry = geometry_of(group, p);
+  const bool sequential = group == group_kind::thread;
+  plan.tile = sequential ? 64 : index_t(plan.geometry.threads) * p.items;
+  plan.resident = index_t(std::max(multiprocessors, 1)) * std::max(blocks_per_multiprocessor, 1) *
+                  plan.geometry.groups_per_block * (sequential ? 2 : 1);
+  plan.groups = ceil_div(std::max<index_t>(shape.count, 1), plan.geometry.sequences_per_group);
+  const index_t len = shape.max_length;
+  if (plan.groups >= plan.resident || len <= 4 * plan.tile) return plan;
+  const index_t segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
+  const index_t splits = ceil_div(len, segment);
+  if (splits > 1) plan.splits = splits, plan.segment = segment;
+  return plan;
+}
+
+/// Whether PARASCAN_LOG=1 asks for every plan on stderr (read once).
+inline bool log_plans() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARASCAN_LOG");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+}  // namespace parascan

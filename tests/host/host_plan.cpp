@@ -1,0 +1,88 @@
+// The CUDA engine's dispatch plan (include/parascan/plan.hpp), tested on the host: which group scans a
+// batch, the tile and resident groups, and when and how sequences are split into segments.
+#include <doctest/doctest.h>
+
+#include <parascan/plan.hpp>
+
+namespace {
+
+using parascan::batch_shape;
+using parascan::combine_variant;
+using parascan::group_kind;
+using parascan::index_t;
+using parascan::policy_values;
+
+constexpr policy_values pair_warp{128, 4, 4, combine_variant::warp, 8};
+constexpr policy_values pair_auto{128, 4, 3, combine_variant::automatic, 8};
+constexpr policy_values matrix_seq{128, 1, 3, combine_variant::sequential, 256};
+
+constexpr int h200_sms = 132;
+
+}  // namespace
+
+TEST_CASE("plan: the group follows the policy and the layout") {
+  const batch_shape bdt{8 * 1536, 4096, false}, btd{8 * 1536, 4096, true}, few_btd{16, 4096, true};
+  CHECK(choose_group(pair_warp, bdt) == group_kind::warp);
+  CHECK(choose_group(pair_warp, btd) == group_kind::channel);      // lanes across adjacent sequences
+  CHECK(choose_group(pair_warp, few_btd) == group_kind::warp);     // fewer than 32: no channel group
+  CHECK(choose_group(matrix_seq, btd) == group_kind::thread);      // sequential policies, any layout
+  CHECK(choose_group(policy_values{128, 4, 3, combine_variant::warp, 64}, btd) == group_kind::warp);  // > 32 bytes
+  // automatic: a warp for sequences of at most two warp tiles (2 * 32 * items), else a block
+  CHECK(choose_group(pair_auto, batch_shape{100, 256, false}) == group_kind::warp);
+  CHECK(choose_group(pair_auto, batch_shape{100, 257, false}) == group_kind::block);
+  CHECK(choose_group(policy_values{128, 4, 3, combine_variant::block, 8}, batch_shape{100, 10, false}) ==
+        group_kind::block);
+}
+
+TEST_CASE("plan: geometry, tile and resident groups of each group kind") {
+  const batch_shape many{8 * 1536, 4096, false};
+  const auto warp = plan_scan(pair_warp, group_kind::warp, many, h200_sms, 8);
+  CHECK(warp.geometry.threads == 32);
+  CHECK(warp.geometry.groups_per_block == 4);
+  CHECK(warp.tile == 128);
+  CHECK(warp.resident == 132 * 8 * 4);
+  CHECK(warp.groups == 8 * 1536);
+  CHECK(warp.splits == 1);  // more sequences than the device runs at once: no split
+
+  const auto block = plan_scan(pair_auto, group_kind::block, many, h200_sms, 8);
+  CHECK(block.tile == 512);
+  CHECK(block.resident == 132 * 8);
+
+  const auto channel = plan_scan(pair_warp, group_kind::channel, batch_shape{8 * 1536, 4096, true}, h200_sms, 8);
+  CHECK(channel.geometry.sequences_per_group == 32);
+  CHECK(channel.groups == 8 * 1536 / 32);
+  CHECK(channel.tile == 4 * 4);  // 4 warps along time, 4 steps each
+
+  const auto thread = plan_scan(matrix_seq, group_kind::thread, batch_shape{10, 100, false}, h200_sms, 2);
+  CHECK(thread.tile == 64);
+  CHECK(thread.resident == 132 * 2 * 128 * 2);  // sequential threads keep twice as many in flight
+}
+
+TEST_CASE("plan: few long sequences are split into whole tiles, at least four, enough to fill the device") {
+  const auto one = plan_scan(pair_warp, group_kind::warp, batch_shape{1, index_t(1) << 28, false}, h200_sms, 8);
+  REQUIRE(one.splits > 1);
+  CHECK(one.segment % one.tile == 0);
+  CHECK(one.segment >= 4 * one.tile);
+  CHECK(one.splits * one.segment >= (index_t(1) << 28));        // covers the sequence
+  CHECK((one.splits - 1) * one.segment < (index_t(1) << 28));   // no empty segment
+  CHECK(one.splits * one.groups * 100 >= one.resident * 99);     // fills the device once (whole tiles: ~)
+  CHECK(one.splits <= one.resident);
+
+  const auto sixteen = plan_scan(pair_warp, group_kind::warp, batch_shape{16, index_t(1) << 24, false}, h200_sms, 8);
+  CHECK(sixteen.splits > 1);
+  CHECK(sixteen.splits * 16 * 100 >= sixteen.resident * 99);
+
+  // Short sequences stay whole even when few (at most four tiles), and so do batches that fill the device.
+  CHECK(plan_scan(pair_warp, group_kind::warp, batch_shape{1, 512, false}, h200_sms, 8).splits == 1);
+  CHECK(plan_scan(pair_warp, group_kind::warp, batch_shape{1, 513, false}, h200_sms, 8).splits > 1);
+  CHECK(plan_scan(pair_warp, group_kind::warp, batch_shape{4224, index_t(1) << 20, false}, h200_sms, 8).splits == 1);
+  CHECK(plan_scan(pair_warp, group_kind::warp, batch_shape{0, 0, false}, h200_sms, 8).splits == 1);
+}
+
+TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {
+  const auto plan = plan_scan(pair_warp, group_kind::warp, batch_shape{1, 1 << 20, false}, h200_sms, 8);
+  const std::string text = plan.describe();
+  CHECK(text.find("group=warp") != std::string::npos);
+  CHECK(text.find("tile=128") != std::string::npos);
+  CHECK(text.find("splits=" + std::to_string(plan.splits)) != std::string::npos);
+}
