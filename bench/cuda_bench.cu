@@ -20,7 +20,8 @@
 // (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
 // (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
 // with host offsets (lengths uniform in 1..8192, and 4 sequences of 2^18 rows among 4000 of 1..64).
-// --sweep adds the explicit-policy variants that default_policy was chosen from.
+// --sweep adds explicit-policy variants for (B, T, D), logcumsumexp and 4x4 matrix chains (the contiguous-time
+// defaults come from bench/policy_sweep.cu).
 //
 // Usage: parascan_bench_cuda [--quick] [--filter SUBSTR] [--json FILE] [--commit SHA] [--sweep]
 //                            [--runs N] [--warmup N] [--list]
@@ -877,23 +878,12 @@ std::vector<bench_case> make_cases(bool sweep) {
         [=](context& c, record& r) { run_packed(c, r, off, PD); });
   }
 
-  if (sweep) {  // the policy sweep that chose default_policy's values (--sweep)
+  if (sweep) {  // explicit policies for the layouts and operators bench/policy_sweep.cu does not sweep
+    // (that one chose the contiguous-time defaults: scalar, pair, bf16 and complex states)
     using parascan::combine_variant;
     using parascan::cuda_policy;
     constexpr auto A = combine_variant::automatic;
     const long long T = 4096;
-    const auto lin = [&](auto policy, const std::string& name) {
-      using P = decltype(policy);
-      add("parascan", "sweep linear_recurrence", "linear_recurrence", "fp32", "bdt", bdt_shape(T), T, B * D, 12,
-          B * D * T, false, [=](context& c, record& r) { run_linear<float, P>(c, r, B, D, T, false); }, name);
-    };
-    lin(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
-    lin(cuda_policy<256, 4, A, 4>{}, policy_name(256, 4, "auto", 4));
-    lin(cuda_policy<128, 4, A, 8>{}, policy_name(128, 4, "auto", 8));
-    lin(cuda_policy<128, 8, A, 8>{}, policy_name(128, 8, "auto", 8));
-    lin(cuda_policy<256, 2, A, 4>{}, policy_name(256, 2, "auto", 4));
-    lin(cuda_policy<512, 4, A, 2>{}, policy_name(512, 4, "auto", 2));
-    lin(cuda_policy<256, 6, A, 4>{}, policy_name(256, 6, "auto", 4));
     const auto lin_btd = [&](auto policy, const std::string& name) {
       using P = decltype(policy);
       add("parascan", "sweep linear_recurrence", "linear_recurrence", "fp32", "btd", {B, T, D}, T, B * D, 12,
@@ -902,14 +892,6 @@ std::vector<bench_case> make_cases(bool sweep) {
     lin_btd(cuda_policy<128, 4, A, 8>{}, policy_name(128, 4, "auto", 8));
     lin_btd(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
     lin_btd(cuda_policy<128, 16, A, 4>{}, policy_name(128, 16, "auto", 4));
-    const auto half = [&](auto policy, const std::string& name) {
-      using P = decltype(policy);
-      add("parascan", "sweep linear_recurrence", "linear_recurrence", "bf16", "bdt", bdt_shape(T), T, B * D, 6,
-          B * D * T, false, [=](context& c, record& r) { run_linear<bf16, P>(c, r, B, D, T, false); }, name);
-    };
-    half(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
-    half(cuda_policy<256, 4, A, 4>{}, policy_name(256, 4, "auto", 4));
-    half(cuda_policy<128, 8, A, 8>{}, policy_name(128, 8, "auto", 8));
     const auto lse = [&](auto policy, const std::string& name) {
       using P = decltype(policy);
       add("parascan", "sweep logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
