@@ -130,8 +130,38 @@ TEST_CASE("logsumexp: totals per sequence") {
 }
 
 TEST_CASE("logcumsumexp: operator laws") {
+  // States: one to three lifted log-values combined, so that scaled sums other than 1 occur; compared
+  // through the log-value each stands for.
+  const parascan::ops::log_add_exp<double> op;
   ptest::fast_random g;
+  const auto state = [&] {
+    auto s = op.lift(random_log(g));
+    for (int k = int(g.uniform(0, 3)); k > 0; --k) s = op(s, op.lift(random_log(g)));
+    return s;
+  };
   ptest::check_operator_laws(
-      parascan::ops::log_add_exp<double>{}, [&] { return random_log(g); },
-      [](double x, double y) { return x == y ? 0.0 : std::abs(x - y) / (1 + std::abs(y)); }, 4e-16, 0.0);
+      op, state,
+      [&](const auto& x, const auto& y) {
+        const double a = op.project(x), b = op.project(y);
+        return a == b ? 0.0 : std::abs(a - b) / (1 + std::abs(b));
+      },
+      4e-16, 0.0);
+}
+
+TEST_CASE("logcumsumexp: the state's special values") {
+  const parascan::ops::log_add_exp<float> op;
+  const float inf = INFINITY;
+  const auto value = [&](float a, float b) { return op.project(op(op.lift(a), op.lift(b))); };
+  CHECK(value(-inf, -inf) == -inf);
+  CHECK(value(-inf, 3.0f) == 3.0f);
+  CHECK(value(inf, inf) == inf);
+  CHECK(value(inf, -inf) == inf);
+  CHECK(std::isnan(value(NAN, 1.0f)));
+  CHECK(std::isnan(value(1.0f, NAN)));
+  CHECK(std::isnan(value(inf, NAN)));
+  CHECK(std::isnan(value(NAN, -inf)));
+  CHECK(op.project(op.identity()) == -inf);
+  CHECK(op.project(op(op.identity(), op.identity())) == -inf);
+  CHECK(value(1000.0f, 1000.0f) == doctest::Approx(1000 + std::log(2.0)).epsilon(1e-7));    // no overflow
+  CHECK(value(-1000.0f, -1000.0f) == doctest::Approx(-1000 + std::log(2.0)).epsilon(1e-7));  // no underflow
 }

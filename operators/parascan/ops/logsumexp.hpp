@@ -1,21 +1,30 @@
 // Log-space accumulation: logcumsumexp (prefix) and logsumexp (reduce).
 //
-// Math: the state is a log-value; combining is logaddexp(x, y) = log(exp(x) + exp(y)), computed stably
-// as max(x, y) + log1p(exp(-|x - y|)) so that nothing overflows or underflows before the log. It is
-// associative and commutative (time order does not matter here), with identity -inf = log(0).
+// Math: log(exp x1 + exp x2 + ...) is kept as m + log(s), with m the largest log-value so far and
+// s = sum exp(x - m) >= 1 the sum of the steps scaled by it (Milakov and Gimelshein's online softmax
+// normaliser). Combining (m1, s1) and (m2, s2) rescales the smaller side only: (m, s_hi + s_lo exp(m_lo - m)),
+// m = max(m1, m2): one exp, whose argument is <= 0, so nothing overflows; the log is taken once, when a
+// step is written (project). The old state, the log-value itself combined by logaddexp, paid an exp and
+// a log1p in every combine and rounded the log-value (an ulp of |x|) at every step; the sum rounds an
+// ulp of itself. Associative and commutative, identity (-inf, 0).
 //
-// Special values: logaddexp(-inf, -inf) = -inf (no -inf - -inf = NaN), logaddexp(+inf, y) = +inf for
-// any non-NaN y, and NaN propagates (a NaN step makes every later output NaN).
+// Special values: all -inf gives -inf (the sides' maxima are compared for equality before subtracting,
+// so -inf - -inf never happens, nor inf - inf), +inf gives +inf, and NaN propagates (a NaN step makes
+// every later output NaN).
 //
-// State: Acc = accumulator_t<T> (fp32 for bf16/fp16 storage, else T). Input: one sequence of log-values
-// (any type that converts to Acc). project/seed: the state itself (an initial state is a log-value).
+// State: log_sum<Acc>, Acc = accumulator_t<T> (fp32 for bf16/fp16 storage, else T). Input: one sequence of
+// log-values (any type that converts to Acc). project: m + log(s), a log-value; seed(y) = (y, 1).
+// On the GPU, fp32 states use the hardware's exp2/log2 approximations (__expf, __logf: relative error of
+// a few ulp on the scaled terms, absolute error below 2^-21 on log(s) for s in [1, 2]), which keeps the
+// scan memory-bound; fp64 and the host use exp and log.
 //
-// Precision: each combine rounds about one ulp of the result; errors stay relative to |result|, so the
-// absolute error of a log-value is ~ eps * (|result| + log2(steps) ulps of the terms).
+// Precision: the sum rounds an ulp of itself per combine, like any running sum (error ~ eps * sqrt(steps)
+// relative to the result, in the log domain an absolute error of that size).
 #pragma once
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <parascan/config.hpp>
 #include <parascan/layout.hpp>
@@ -37,15 +46,45 @@ PARASCAN_HD PARASCAN_INLINE S logaddexp(S x, S y) {
   return hi + std::log1p(std::exp(lo - hi));  // lo - hi <= 0: exp cannot overflow; NaN y passes through
 }
 
-/// The logaddexp operator over log-values stored as T, accumulated in Acc.
+/// exp and log of an accumulator: the GPU's fast approximations for fp32 (see above), else std::.
+template <class S>
+PARASCAN_HD PARASCAN_INLINE S scan_exp(S x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<S, float>::value) return __expf(x);
+#endif
+  return std::exp(x);
+}
+template <class S>
+PARASCAN_HD PARASCAN_INLINE S scan_log(S x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<S, float>::value) return __logf(x);
+#endif
+  return std::log(x);
+}
+
+/// The log-value max + log(scaled_sum).
+template <class Acc>
+struct log_sum {
+  Acc max;
+  Acc scaled_sum;
+};
+
+/// The logaddexp operator over log-values stored as T, accumulated in Acc as a log_sum.
 template <class T, class Acc = accumulator_t<T>>
 struct log_add_exp {
-  using value_type = Acc;
-  PARASCAN_HD value_type identity() const { return -std::numeric_limits<Acc>::infinity(); }
-  PARASCAN_HD value_type operator()(const Acc& earlier, const Acc& later) const {
-    return logaddexp(earlier, later);
+  using value_type = log_sum<Acc>;
+  PARASCAN_HD value_type identity() const { return {-std::numeric_limits<Acc>::infinity(), Acc(0)}; }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    // A NaN maximum fails >=, so hi may be the NaN side or not; either way its NaN reaches the sum.
+    const bool earlier_hi = earlier.max >= later.max;
+    const value_type& hi = earlier_hi ? earlier : later;
+    const value_type& lo = earlier_hi ? later : earlier;
+    const Acc scale = lo.max == hi.max ? Acc(1) : scan_exp(lo.max - hi.max);  // equal infinities: no inf - inf
+    return {hi.max, hi.scaled_sum + lo.scaled_sum * scale};
   }
-  PARASCAN_HD value_type lift(const T& x) const { return to_accumulator<Acc>(x); }
+  PARASCAN_HD value_type lift(const T& x) const { return {to_accumulator<Acc>(x), Acc(1)}; }
+  PARASCAN_HD Acc project(const value_type& s) const { return s.max + scan_log(s.scaled_sum); }
+  PARASCAN_HD value_type seed(const Acc& y) const { return {y, Acc(1)}; }
 };
 
 }  // namespace parascan::ops
