@@ -76,11 +76,13 @@ struct log_add_exp {
   PARASCAN_HD value_type identity() const { return {-std::numeric_limits<Acc>::infinity(), Acc(0)}; }
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
     // A NaN maximum fails >=, so hi may be the NaN side or not; either way its NaN reaches the sum.
+    // (Selects on the fields, not references to whole states: those put the states in local memory.)
     const bool earlier_hi = earlier.max >= later.max;
-    const value_type& hi = earlier_hi ? earlier : later;
-    const value_type& lo = earlier_hi ? later : earlier;
-    const Acc scale = lo.max == hi.max ? Acc(1) : scan_exp(lo.max - hi.max);  // equal infinities: no inf - inf
-    return {hi.max, hi.scaled_sum + lo.scaled_sum * scale};
+    const Acc hi_max = earlier_hi ? earlier.max : later.max, lo_max = earlier_hi ? later.max : earlier.max;
+    const Acc hi_sum = earlier_hi ? earlier.scaled_sum : later.scaled_sum;
+    const Acc lo_sum = earlier_hi ? later.scaled_sum : earlier.scaled_sum;
+    const Acc scale = lo_max == hi_max ? Acc(1) : scan_exp(lo_max - hi_max);  // equal infinities: no inf - inf
+    return {hi_max, hi_sum + lo_sum * scale};
   }
   PARASCAN_HD value_type lift(const T& x) const { return {to_accumulator<Acc>(x), Acc(1)}; }
   PARASCAN_HD Acc project(const value_type& s) const { return s.max + scan_log(s.scaled_sum); }
