@@ -11,3 +11,4 @@
 #include "operator_traits.hpp"
 #include "options.hpp"
 #include "policy.hpp"
+#include "version.hpp"
