@@ -96,7 +96,8 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const sequenc
   const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
   const auto [out_host, out_device] = staged.stage(output, "output");
   const index_t count = out_host.count();
-  detail::check_scan_arguments(in_host, out_host, detail::span_of(opts.final, count), "options.final");
+  detail::check_scan_arguments(in_host, out_host, detail::span_of(opts.initial, count),
+                               detail::span_of(opts.final, count), "options.final");
   detail::check_scan_options<Op>(opts);
   if (count > 0 && detail::time_extent(out_host) > 0) detail::require_device_pointer(output.data, "output.data");
   if (count > 0) {
@@ -120,7 +121,7 @@ void reduce_scan(const cuda& exec, const Op& op, const In& inputs, output_t<Op>*
   detail::staged_offsets staged(alloc, exec.stream);
   const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
   const index_t count = in_host.head.count();
-  detail::check_reduce_arguments(in_host, detail::span_of(result, count), count);
+  detail::check_reduce_arguments(in_host, detail::span_of(opts.initial, count), detail::span_of(result, count), count);
   detail::check_reduce_options<Op>(opts);
   if (count == 0) return;
   detail::require_device_pointer(result, "result");

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -31,18 +33,34 @@ struct use_default_policy {};
 
 namespace detail {
 
+/// The most worker threads a call may ask for.
+constexpr unsigned max_host_threads = 4096;
+
 inline unsigned host_threads(const host& exec) {
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  return exec.threads == 0 ? hw : exec.threads;
+  static const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());  // read once: ~7 us a query
+  require(exec.threads <= max_host_threads, "host.threads",
+          "at most " + std::to_string(max_host_threads) + " worker threads (0: one per hardware thread), got " +
+              std::to_string(exec.threads));
+  return exec.threads == 0 ? hardware : exec.threads;
 }
 
-/// Runs body(worker) on `workers` threads (the calling thread is worker 0) and joins them.
+/// Runs body(worker) for every worker in [0, workers): the calling thread is worker 0, the others get a
+/// thread each. Workers are independent within a call, so a thread that cannot be created (resource
+/// limits) costs parallelism, not the result: the calling thread runs that worker's body itself.
 template <class Body>
 void run_workers(unsigned workers, Body&& body) {
   std::vector<std::thread> pool;
+  std::vector<unsigned> orphans;  // workers whose thread could not be created
   pool.reserve(workers > 0 ? workers - 1 : 0);
-  for (unsigned w = 1; w < workers; ++w) pool.emplace_back([&body, w] { body(w); });
+  for (unsigned w = 1; w < workers; ++w) {
+    try {
+      pool.emplace_back([&body, w] { body(w); });
+    } catch (const std::system_error&) {
+      orphans.push_back(w);
+    }
+  }
   body(0u);
+  for (unsigned w : orphans) body(w);
   for (auto& t : pool) t.join();
 }
 
@@ -149,7 +167,8 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
   using S = state_t<Op>;
   const auto& in = as_pack(inputs);
   const index_t count = output.count();
-  detail::check_scan_arguments(in, output, detail::span_of(opts.final, count), "options.final");
+  detail::check_scan_arguments(in, output, detail::span_of(opts.initial, count), detail::span_of(opts.final, count),
+                               "options.final");
   detail::check_scan_options<Op>(opts);
 
   const unsigned workers = detail::host_threads(exec);
@@ -208,7 +227,7 @@ void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>*
   const auto& in = as_pack(inputs);
   const auto& shape = in.head;
   const index_t count = shape.count();
-  detail::check_reduce_arguments(in, detail::span_of(result, count), count);
+  detail::check_reduce_arguments(in, detail::span_of(opts.initial, count), detail::span_of(result, count), count);
   detail::check_reduce_options<Op>(opts);
 
   const unsigned workers = detail::host_threads(exec);

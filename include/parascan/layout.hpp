@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "config.hpp"
+#include "error.hpp"
 
 namespace parascan {
 
@@ -85,22 +86,30 @@ sequences<T> strided(T* data, index_t n0, index_t n1, index_t s0, index_t s1, in
 
 /// Packed variable-length batch, time-major (total, D) buffer: N sequences of D channels;
 /// sequence i spans rows [offsets[i], offsets[i+1]). `offsets` has N + 1 entries.
+namespace detail {
+/// A packed view without its offsets array would read as an empty uniform batch: refused here.
+inline const index_t* require_offsets(const index_t* offsets, index_t N) {
+  require(offsets != nullptr || N == 0, "offsets", "a non-null offsets array of N + 1 entries for a packed batch");
+  return offsets;
+}
+}  // namespace detail
+
 template <class T>
 sequences<T> packed_td(T* data, const index_t* offsets, index_t N, index_t D = 1) {
-  return {data, {N, D}, {0, 1}, 0, D, offsets};
+  return {data, {N, D}, {0, 1}, 0, D, detail::require_offsets(offsets, N)};
 }
 
 /// Packed variable-length batch, channel-major (D, total) buffer: `total` = offsets[N] time steps per row.
 template <class T>
 sequences<T> packed_dt(T* data, const index_t* offsets, index_t N, index_t D, index_t total) {
-  return {data, {N, D}, {0, total}, 0, 1, offsets};
+  return {data, {N, D}, {0, total}, 0, 1, detail::require_offsets(offsets, N)};
 }
 
 /// Any packed view: channel stride and time stride given.
 template <class T>
 sequences<T> packed(T* data, const index_t* offsets, index_t N, index_t D, index_t channel_stride,
                     index_t time_stride) {
-  return {data, {N, D}, {0, channel_stride}, 0, time_stride, offsets};
+  return {data, {N, D}, {0, channel_stride}, 0, time_stride, detail::require_offsets(offsets, N)};
 }
 
 }  // namespace parascan

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,12 +53,20 @@ byte_span span_of(const sequences<T>& v) {
   return {reinterpret_cast<std::uintptr_t>(v.data), reinterpret_cast<std::uintptr_t>(v.data + last + 1)};
 }
 
+/// a * b for non-negative a and b, or -1 when it exceeds `limit`.
+inline index_t product_within(index_t a, index_t b, index_t limit) { return a != 0 && b > limit / a ? -1 : a * b; }
+
 /// Checks a view on its own: extents, strides, pointer and (packed) offsets. `offsets` read on the host.
 template <class T>
 void check_view(const sequences<T>& v, const std::string& name) {
   require(v.extent[0] >= 0 && v.extent[1] >= 0, name + ".extent", "non-negative batch extents");
   require(v.stride[0] >= 0 && v.stride[1] >= 0 && v.time_stride >= 0, name + ".stride",
           "non-negative strides (a zero stride broadcasts an input)");
+  // 64-bit offsets: neither the sequence count nor the farthest byte addressed may wrap.
+  const index_t limit = std::numeric_limits<index_t>::max() / index_t(sizeof(T));
+  require(product_within(v.extent[0], v.extent[1], limit) >= 0, name + ".extent",
+          "batch extents whose product fits 64 bits, got " + std::to_string(v.extent[0]) + " x " +
+              std::to_string(v.extent[1]));
   if (v.packed()) {
     const index_t n = v.extent[0];
     require(v.offsets[0] >= 0, name + ".offsets[0]", "a non-negative first offset, got " + std::to_string(v.offsets[0]));
@@ -68,6 +77,18 @@ void check_view(const sequences<T>& v, const std::string& name) {
   } else {
     require(v.length >= 0, name + ".length", "a non-negative length, got " + std::to_string(v.length));
   }
+  const index_t axes[3][2] = {{v.packed() ? 1 : v.extent[0], v.stride[0]},
+                              {v.extent[1], v.stride[1]},
+                              {v.packed() ? v.offsets[v.extent[0]] : v.length, v.time_stride}};
+  index_t reach = 0;  // the farthest element offset
+  bool fits = true;
+  for (const auto& axis : axes) {
+    if (axis[0] <= 1) continue;
+    const index_t term = product_within(axis[0] - 1, axis[1], limit);
+    fits = fits && term >= 0 && reach <= limit - term;
+    if (fits) reach += term;
+  }
+  require(fits, name + ".stride", "strides and extents whose farthest byte offset fits 64 bits");
   const bool has_elements = v.count() > 0 && time_extent(v) > 0;
   require(v.data != nullptr || !has_elements, name + ".data", "a non-null pointer for a non-empty view");
 }
@@ -118,10 +139,20 @@ void check_alias(const sequences<T>& in, const sequences<U>& out, const std::str
   require(exact, "output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
-/// Every check of a prefix scan's arguments. `result_span` is an extra output (final states) or empty.
+/// Initial states are read before anything is written, sequence by sequence: they may be the very array
+/// the final states go to (streaming: continue where the last call stopped), but may not overlap it
+/// otherwise, nor overlap the output (steps written before a later sequence reads its initial state).
+inline void check_initial(byte_span initial, byte_span final, byte_span out, const std::string& final_name) {
+  require(!initial.overlaps(out), "options.initial", "no overlap with the output");
+  require(!initial.overlaps(final) || (initial.lo == final.lo && initial.hi == final.hi), "options.initial",
+          "either exactly " + final_name + " (states carried from call to call) or no overlap with it");
+}
+
+/// Every check of a prefix scan's arguments. `extra_out` is an extra output (final states) or empty.
 template <class... In, class Out>
-void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out, byte_span extra_out,
-                          const std::string& extra_name) {
+void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out, byte_span initial,
+                          byte_span extra_out, const std::string& extra_name) {
+  check_initial(initial, extra_out, span_of(out), extra_name);
   check_view(out, "output");
   check_no_self_overlap(out, "output");
   int k = 0;
@@ -137,7 +168,8 @@ void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out
 
 /// Every check of a reduce scan's arguments: inputs of one shape, results apart from them.
 template <class... In>
-void check_reduce_arguments(const input_pack<In...>& in, byte_span result, index_t count) {
+void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte_span result, index_t count) {
+  check_initial(initial, result, {}, "result");
   int k = 0;
   for_each_view(in, [&](const auto& v) {
     const std::string name = "inputs[" + std::to_string(k++) + "]";

@@ -277,3 +277,60 @@ TEST_CASE("exact in-place aliasing: output == input view") {
           CHECK(all_equal);
         }
 }
+
+TEST_CASE_FIXTURE(fixture, "initial states overlapping the output or (partly) the final states") {
+  const auto in = parascan::bdt(x.data(), 2, 1, 4), out = parascan::bdt(y.data(), 2, 1, 4);
+  parascan::options<float> opts;
+  opts.initial = y.data();  // the output's first two steps: read after sequence 0 wrote them
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, out, opts); }, {"options.initial", "output"}, guard);
+  opts.initial = fin.data() + 1;  // half over the final states
+  opts.final = fin.data();
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, in, out, opts); }, {"options.initial", "options.final"},
+                 guard);
+  parascan::options<float> reduce_opts;
+  reduce_opts.initial = fin.data() + 1;
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, in, fin.data(), reduce_opts); }, {"options.initial", "result"},
+                 guard);
+}
+
+TEST_CASE("initial states that are exactly the final states carry a stream from call to call") {
+  // Two calls over halves of a sequence, the state carried in place, equal one call over the whole.
+  std::vector<float> x(16), y(16), whole(16), state = {0.0f};
+  for (std::size_t t = 0; t < x.size(); ++t) x[t] = float(t % 5) - 1.5f;
+  parascan::options<float> opts;
+  opts.initial = state.data();
+  opts.final = state.data();
+  for (int half = 0; half < 2; ++half)
+    parascan::prefix_scan(parascan::host{2}, sum{}, parascan::single(x.data() + 8 * half, 8),
+                          parascan::single(y.data() + 8 * half, 8), opts);
+  parascan::prefix_scan(parascan::host{2}, sum{}, parascan::single(x.data(), 16), parascan::single(whole.data(), 16));
+  CHECK(y == whole);
+  CHECK(state[0] == whole[15]);
+  float total = 0;
+  parascan::options<float> reduce_opts;
+  reduce_opts.initial = &total;  // reduce: result in place of the initial state
+  parascan::reduce_scan(parascan::host{1}, sum{}, parascan::single(x.data(), 16), &total, reduce_opts);
+  CHECK(total == whole[15]);
+}
+
+TEST_CASE_FIXTURE(fixture, "extents and strides whose product or reach wraps 64 bits") {
+  const index_t big = index_t(1) << 32;
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::bdt<float>(nullptr, big, big, 8), parascan::bdt(y.data(), big, big, 8)); },
+                 {"extent", "64 bits"}, guard);
+  const index_t huge = index_t(1) << 61;  // 4 bytes x 2^61: past 2^63 bytes
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::strided(x.data(), 4, 1, huge, 1, 2, 1), parascan::strided(y.data(), 4, 1, huge, 1, 2, 1)); },
+                 {"stride", "64 bits"}, guard);
+}
+
+TEST_CASE_FIXTURE(fixture, "packed views need their offsets; thread counts are bounded") {
+  std::string message;
+  try {
+    (void)parascan::packed_td(x.data(), nullptr, 4, 2);
+  } catch (const parascan::error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("offsets") != std::string::npos);
+  CHECK(parascan::packed_td<float>(nullptr, nullptr, 0).count() == 0);  // an empty batch needs none
+  check_rejected([&] { parascan::prefix_scan(parascan::host{unsigned(-1)}, sum{}, parascan::single(x.data(), 8), parascan::single(y.data(), 8)); },
+                 {"host.threads"}, guard);
+}

@@ -16,6 +16,8 @@
 
 #include <parascan/parascan.hpp>
 
+#include "seed.hpp"  // rng(): fresh randomness per run, PARASCAN_TEST_SEED repeats one
+
 namespace ptest {
 
 using parascan::index_t;
@@ -26,11 +28,6 @@ inline const std::vector<index_t>& lengths() {
   return v;
 }
 
-/// Fresh randomness per run (seed printed on failure through doctest's INFO by the cases).
-inline std::mt19937_64& rng() {
-  static std::mt19937_64 g{std::random_device{}()};
-  return g;
-}
 inline double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng()); }
 inline double normal() { return std::normal_distribution<double>(0.0, 1.0)(rng()); }
 

@@ -1,10 +1,13 @@
 // doctest main for GPU test executables: skips the whole executable (exit 77, CTest's SKIP_RETURN_CODE)
-// when the machine has no CUDA device, so that CI without a GPU compiles them and runs the rest.
+// when the machine has no CUDA device, so that CI without a GPU compiles them and runs the rest; prints the
+// run's seed when a test fails.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
 #include <cstdio>
+
+#include "seed.hpp"
 
 int main(int argc, char** argv) {
   int devices = 0;
@@ -12,6 +15,9 @@ int main(int argc, char** argv) {
     std::printf("skipped: no CUDA device\n");
     return 77;
   }
+  const unsigned long long seed = ptest::test_seed();
   doctest::Context context(argc, argv);
-  return context.run();
+  const int result = context.run();
+  if (result != 0) std::printf("random seed: PARASCAN_TEST_SEED=%llu repeats this run\n", seed);
+  return result;
 }
