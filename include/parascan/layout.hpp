@@ -84,8 +84,6 @@ sequences<T> strided(T* data, index_t n0, index_t n1, index_t s0, index_t s1, in
   return {data, {n0, n1}, {s0, s1}, T_, time_stride, nullptr};
 }
 
-/// Packed variable-length batch, time-major (total, D) buffer: N sequences of D channels;
-/// sequence i spans rows [offsets[i], offsets[i+1]). `offsets` has N + 1 entries.
 namespace detail {
 /// A packed view without its offsets array would read as an empty uniform batch: refused here.
 inline const index_t* require_offsets(const index_t* offsets, index_t N) {
@@ -94,6 +92,8 @@ inline const index_t* require_offsets(const index_t* offsets, index_t N) {
 }
 }  // namespace detail
 
+/// Packed variable-length batch, time-major (total, D) buffer: N sequences of D channels;
+/// sequence i spans rows [offsets[i], offsets[i+1]). `offsets` has N + 1 entries.
 template <class T>
 sequences<T> packed_td(T* data, const index_t* offsets, index_t N, index_t D = 1) {
   return {data, {N, D}, {0, 1}, 0, D, detail::require_offsets(offsets, N)};
