@@ -106,6 +106,28 @@ void bench_shape(const char* name, std::size_t n, MakeView make_view, unsigned t
   std::printf("  speed-up over the naive loop: %.2fx; max relative difference to it: %.1e\n\n", naive_s / lib_s, worst);
 }
 
+// Per-call cost of small scans (streaming: many calls of a few steps): a (4, 64) cumsum, host{1} and
+// host{threads}, averaged over many calls; the threads come from the persistent pool.
+void bench_small_calls(unsigned threads) {
+  std::vector<float> x(4 * 64, 1.0f), y(x.size());
+  const auto in = parascan::bdt(x.data(), 1, 4, 64), out = parascan::bdt(y.data(), 1, 4, 64);
+  struct sum {
+    using value_type = float;
+    float identity() const { return 0.0f; }
+    float operator()(float p, float q) const { return p + q; }
+  };
+  std::printf("small calls: (4, 64) cumsum, microseconds a call (mean of 20000 after 1000)\n");
+  for (unsigned t : {1u, threads}) {
+    const parascan::host exec{t};
+    for (int i = 0; i < 1000; ++i) parascan::prefix_scan(exec, sum{}, in, out);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20000; ++i) parascan::prefix_scan(exec, sum{}, in, out);
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 20000;
+    std::printf("  host{%u}: %.2f us\n", t, us);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +135,7 @@ int main(int argc, char** argv) {
   const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 7;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   std::printf("parascan_bench_host: fp32 linear recurrence, median of %d after warm-up\n\n", repeats);
+  bench_small_calls(threads);
 
   const index_t B = 8, D = 64, T = 16384;
   bench_shape("(B, D, T) = (8, 64, 16384)", std::size_t(B * D * T),

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "error.hpp"
+#include "host_pool.hpp"
 #include "inputs.hpp"
 #include "layout.hpp"
 #include "operator_traits.hpp"
@@ -44,24 +44,11 @@ inline unsigned host_threads(const host& exec) {
   return exec.threads == 0 ? hardware : exec.threads;
 }
 
-/// Runs body(worker) for every worker in [0, workers): the calling thread is worker 0, the others get a
-/// thread each. Workers are independent within a call, so a thread that cannot be created (resource
-/// limits) costs parallelism, not the result: the calling thread runs that worker's body itself.
+/// Runs body(worker) for every worker in [0, workers): the calling thread is worker 0, the others run on
+/// the process-wide pool (host_pool.hpp). Workers are independent within a call.
 template <class Body>
 void run_workers(unsigned workers, Body&& body) {
-  std::vector<std::thread> pool;
-  std::vector<unsigned> orphans;  // workers whose thread could not be created
-  pool.reserve(workers > 0 ? workers - 1 : 0);
-  for (unsigned w = 1; w < workers; ++w) {
-    try {
-      pool.emplace_back([&body, w] { body(w); });
-    } catch (const std::system_error&) {
-      orphans.push_back(w);
-    }
-  }
-  body(0u);
-  for (unsigned w : orphans) body(w);
-  for (auto& t : pool) t.join();
+  worker_pool::instance().run(workers, body);
 }
 
 /// Calls body(s) for s in [0, n), `workers` threads taking grains of sequences from a shared counter,

@@ -1,0 +1,115 @@
+// The host backend's worker threads: one process-wide pool, created on first use, grown on demand and
+// reused by every call (creating threads on every call cost ~50 us, which a stream of small scans pays
+// each time). A call queues its workers as tasks, runs worker 0 itself and, while it waits, runs queued
+// tasks too (its own or other callers'), so calls from several user threads at once never wait on each
+// other, and a pool that could not start a thread still finishes every task. A call made from inside a
+// pool thread (an operator that scans) runs its workers inline: no oversubscription, no deadlock.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace parascan::detail {
+
+class worker_pool {
+ public:
+  static worker_pool& instance() {
+    static worker_pool pool;
+    return pool;
+  }
+
+  /// Runs body(w) for every w in [0, workers) and returns when all have returned.
+  template <class Body>
+  void run(unsigned workers, Body& body) {
+    if (workers <= 1 || inside_pool()) {
+      for (unsigned w = 0; w < workers; ++w) body(w);
+      return;
+    }
+    grow(workers - 1);
+    unsigned left = workers - 1;  // guarded by mutex_
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (unsigned w = 1; w < workers; ++w)
+        tasks_.push_back([this, &body, &left, w] {
+          body(w);
+          std::lock_guard<std::mutex> done(mutex_);
+          --left;
+        });
+    }
+    work_.notify_all();
+    body(0u);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (left != 0) {
+      if (tasks_.empty()) {  // pool threads notify done_ after every task
+        done_.wait(lock, [&] { return left == 0 || !tasks_.empty(); });
+        continue;
+      }
+      std::function<void()> task = std::move(tasks_.front());  // help rather than wait
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  worker_pool(const worker_pool&) = delete;
+  worker_pool& operator=(const worker_pool&) = delete;
+  ~worker_pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  worker_pool() = default;
+
+  static bool& pool_thread_flag() {
+    thread_local bool flag = false;
+    return flag;
+  }
+  static bool inside_pool() { return pool_thread_flag(); }
+
+  /// At least `count` threads, as far as the system lets us create them.
+  void grow(unsigned count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (threads_.size() < count) {
+      try {
+        threads_.emplace_back([this] { serve(); });
+      } catch (const std::system_error&) {
+        return;  // callers run the tasks no thread takes
+      }
+    }
+  }
+
+  void serve() {
+    pool_thread_flag() = true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stop_
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      done_.notify_all();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::deque<std::function<void()>> tasks_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+}  // namespace parascan::detail
