@@ -38,15 +38,20 @@ class worker_pool {
       for (unsigned w = 1; w < workers; ++w)
         tasks_.push_back([this, &body, &left, w] {
           body(w);
-          std::lock_guard<std::mutex> done(mutex_);
-          --left;
+          {
+            std::lock_guard<std::mutex> done(mutex_);
+            --left;
+          }
+          // Whoever ran it (a pool thread or another caller helping), the caller may be asleep on done_.
+          // (`left` may be gone once the lock is released: only the pool is touched from here.)
+          done_.notify_all();
         });
     }
     work_.notify_all();
     body(0u);
     std::unique_lock<std::mutex> lock(mutex_);
     while (left != 0) {
-      if (tasks_.empty()) {  // pool threads notify done_ after every task
+      if (tasks_.empty()) {  // every task notifies done_ when it is done
         done_.wait(lock, [&] { return left == 0 || !tasks_.empty(); });
         continue;
       }
@@ -100,7 +105,6 @@ class worker_pool {
       tasks_.pop_front();
       lock.unlock();
       task();
-      done_.notify_all();
       lock.lock();
     }
   }
