@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <system_error>
@@ -48,7 +49,12 @@ class worker_pool {
         });
     }
     work_.notify_all();
-    body(0u);
+    std::exception_ptr thrown;  // the queued tasks refer to this frame: wait for them before rethrowing
+    try {
+      body(0u);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     while (left != 0) {
       if (tasks_.empty()) {  // every task notifies done_ when it is done
@@ -61,6 +67,7 @@ class worker_pool {
       task();
       lock.lock();
     }
+    if (thrown) std::rethrow_exception(thrown);
   }
 
   worker_pool(const worker_pool&) = delete;
