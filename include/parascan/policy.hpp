@@ -94,7 +94,9 @@ struct default_policy<Op, arch::host> {
 // 88 / 89% for 128-thread blocks and 98% at best for 256-thread blocks at 65536. Eight items per thread
 // lost 20-25 points (register pressure at 1024 resident threads); complex64 (16-byte state) wants 4 blocks
 // of 128 threads (<= 128 registers): 93 / 100 / 101% at 1024 / 4096 / 65536. 4 x 4 matrix states did
-// best with 64-thread blocks (H100, earlier sweep).
+// best with 64-thread blocks (H100, earlier sweep). Tried and lost (H200, against cudaMemcpy's 4.26 TB/s):
+// blocks of 512 or 1024 threads a sequence (accelerated-scan's shape; 79 / 62% at 65536, a block barrier
+// per tile), and warps requesting 2 to 4 consecutive tiles at once (89-93% against 93.6% at 65536).
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
