@@ -1,6 +1,7 @@
 // GPU tests of the contiguous-time memory pipeline (cuda/warp_io.cuh): stage counts 1..5, lanes owning
 // 1, 2, 4 and 8 sixteen-byte pieces (the swizzled layouts), 4-, 8- and 2-byte elements side by side,
-// base pointers 0..3 elements past an aligned address (the element-wise fallback), ragged tails,
+// base pointers 0..3 elements past an aligned address and sequences at any offset (chunk grids aligned
+// to memory, starting before the sequence; the element-wise fallback for short ones), ragged tails,
 // reverse and in place, against the fp64 sequential reference of the linear recurrence.
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
@@ -16,7 +17,7 @@ using ptest::index_t;
 /// x[t] = a[t] x[t-1] + b[t] over (2, 3, T) bdt views starting `shift` elements into their buffers,
 /// with every option combination; gates stored as G, tokens as X, state and output fp32.
 template <class Policy, class G, class X>
-void check_pipeline(index_t B = 2, index_t D = 3, std::vector<index_t> lengths = {1, 7, 64, 255, 1000, 4096, 4099, 20011}) {
+void check_pipeline(index_t B = 2, index_t D = 3, std::vector<index_t> lengths = {1, 7, 64, 255, 1000, 4096, 4099, 5000, 20011}) {
   using op_t = parascan::ops::linear_recurrence<float>;
   for (index_t T : lengths)
     for (int shift = 0; shift < 4; ++shift)

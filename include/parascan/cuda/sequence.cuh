@@ -24,19 +24,22 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
   const index_t tile = index_t(Group::threads) * ITEMS;
   const index_t offset = index_t(group.rank()) * ITEMS;  // of the thread's first step in a tile
   const index_t warp_offset = offset - index_t(threadIdx.x % warp_threads) * ITEMS;
-  const auto chunk = [&](index_t base) { return warp_chunk<ITEMS>{n, base + warp_offset, p1, reverse}; };
+  const auto chunk = [&](index_t base) { return warp_chunk<ITEMS>{n, base + warp_offset, p0, p1, reverse}; };
   const auto stage = [&](int s) { return staging + s * stage_bytes; };
+  // Staged tiles start where the first input's chunks are aligned in memory (the first tile may begin
+  // before p0: its earlier positions pad).
+  const index_t origin = staging != nullptr ? aligned_origin<ITEMS>(in.head, n, p0, p1, reverse) : p0;
 
   if (staging != nullptr) {  // prologue: the first STAGES - 1 tiles in flight
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      const index_t base = p0 + s * tile;
+      const index_t base = origin + s * tile;
       if (base < loop_end) stage_inputs<ITEMS>(in, chunk(base), stage(s));
       __pipeline_commit();
     }
   }
   int current = 0;
-  for (index_t base = p0; base < loop_end; base += tile) {
+  for (index_t base = origin; base < loop_end; base += tile) {
     const index_t first = base + offset;
     S items[ITEMS];
     if (staging != nullptr) {
@@ -77,7 +80,7 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
           buffer = stage(current == 0 ? STAGES - 1 : current - 1);
         store_items<ITEMS>(out, chunk(base), first, values, buffer);
       } else {
-        store_values<ITEMS>(out, n, first, p1, reverse, values);
+        store_values<ITEMS>(out, n, first, p0, p1, reverse, values);
       }
     }
   }

@@ -33,13 +33,13 @@ __device__ __forceinline__ state_t<Op> thread_fold(const Op& op, const state_t<O
   return total;
 }
 
-/// Writes a thread's output values for positions [first, first + ITEMS) before `end`, directly.
+/// Writes a thread's output values for positions [first, first + ITEMS) within [begin, end), directly.
 template <int ITEMS, class Out>
-__device__ __forceinline__ void store_values(const cursor<Out>& out, index_t n, index_t first, index_t end,
-                                             bool reverse, const Out (&values)[ITEMS]) {
+__device__ __forceinline__ void store_values(const cursor<Out>& out, index_t n, index_t first, index_t begin,
+                                             index_t end, bool reverse, const Out (&values)[ITEMS]) {
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i)
-    if (first + i < end) out[time_index(first + i, n, reverse)] = values[i];
+    if (first + i >= begin && first + i < end) out[time_index(first + i, n, reverse)] = values[i];
 }
 
 }  // namespace parascan::engine
