@@ -14,6 +14,7 @@
 #include "layout.hpp"
 #include "operator_traits.hpp"
 #include "options.hpp"
+#include "overlap.hpp"
 
 namespace parascan {
 namespace detail {
@@ -129,14 +130,29 @@ void check_same_shape(const sequences<T>& in, const sequences<U>& out, const std
             name + ".offsets[" + std::to_string(i) + "]", "the output's sequence lengths");
 }
 
-/// An output may alias an input only exactly (in place: same address, element size and strides).
+/// The bytes a uniform (not packed) view addresses, axis by axis.
+template <class T>
+address_set address_set_of(const sequences<T>& v) {
+  const auto bytes = [](index_t stride) { return static_cast<std::int64_t>(stride) * std::int64_t(sizeof(T)); };
+  return {reinterpret_cast<std::uintptr_t>(v.data),
+          sizeof(T),
+          {bytes(v.stride[0]), bytes(v.stride[1]), bytes(v.time_stride)},
+          {v.extent[0], v.extent[1], v.length}};
+}
+
+/// An output may alias an input only exactly (in place: same address, element size and strides), or not
+/// at all: views whose address ranges interleave without a shared byte (strided, uniform views, decided
+/// exactly by overlap.hpp) are apart; packed views, and searches too long to finish, count as shared.
 template <class T, class U>
 void check_alias(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
   if (!span_of(in).overlaps(span_of(out))) return;
   const bool exact = sizeof(T) == sizeof(U) && static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
                      in.stride[0] == out.stride[0] && in.stride[1] == out.stride[1] &&
                      in.time_stride == out.time_stride && in.offsets == out.offsets;
-  require(exact, "output", "no overlap with " + name + " other than exact in-place aliasing");
+  if (exact) return;
+  const bool apart =
+      !in.packed() && !out.packed() && shares_bytes(address_set_of(in), address_set_of(out)) == overlap::no;
+  require(apart, "output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
 /// Initial states are read before anything is written, sequence by sequence: they may be the very array
