@@ -60,23 +60,25 @@ inline index_t product_within(index_t a, index_t b, index_t limit) { return a !=
 /// Checks a view on its own: extents, strides, pointer and (packed) offsets. `offsets` read on the host.
 template <class T>
 void check_view(const sequences<T>& v, const std::string& name) {
-  require(v.extent[0] >= 0 && v.extent[1] >= 0, name + ".extent", "non-negative batch extents");
-  require(v.stride[0] >= 0 && v.stride[1] >= 0 && v.time_stride >= 0, name + ".stride",
-          "non-negative strides (a zero stride broadcasts an input)");
+  if (!(v.extent[0] >= 0 && v.extent[1] >= 0)) fail(name + ".extent", "non-negative batch extents");
+  if (!(v.stride[0] >= 0 && v.stride[1] >= 0 && v.time_stride >= 0))
+    fail(name + ".stride", "non-negative strides (a zero stride broadcasts an input)");
   // 64-bit offsets: neither the sequence count nor the farthest byte addressed may wrap.
   const index_t limit = std::numeric_limits<index_t>::max() / index_t(sizeof(T));
-  require(product_within(v.extent[0], v.extent[1], limit) >= 0, name + ".extent",
-          "batch extents whose product fits 64 bits, got " + std::to_string(v.extent[0]) + " x " +
-              std::to_string(v.extent[1]));
+  if (!(product_within(v.extent[0], v.extent[1], limit) >= 0))
+    fail(name + ".extent", "batch extents whose product fits 64 bits, got " + std::to_string(v.extent[0]) + " x " +
+                               std::to_string(v.extent[1]));
   if (v.packed()) {
     const index_t n = v.extent[0];
-    require(v.offsets[0] >= 0, name + ".offsets[0]", "a non-negative first offset, got " + std::to_string(v.offsets[0]));
+    if (v.offsets[0] < 0)
+      fail(name + ".offsets[0]", "a non-negative first offset, got " + std::to_string(v.offsets[0]));
     for (index_t i = 0; i < n; ++i)
-      require(v.offsets[i + 1] >= v.offsets[i], name + ".offsets[" + std::to_string(i + 1) + "]",
-              "non-decreasing offsets, got " + std::to_string(v.offsets[i + 1]) + " after " +
-                  std::to_string(v.offsets[i]));
+      if (v.offsets[i + 1] < v.offsets[i])
+        fail(name + ".offsets[" + std::to_string(i + 1) + "]", "non-decreasing offsets, got " +
+                                                                   std::to_string(v.offsets[i + 1]) + " after " +
+                                                                   std::to_string(v.offsets[i]));
   } else {
-    require(v.length >= 0, name + ".length", "a non-negative length, got " + std::to_string(v.length));
+    if (v.length < 0) fail(name + ".length", "a non-negative length, got " + std::to_string(v.length));
   }
   const index_t axes[3][2] = {{v.packed() ? 1 : v.extent[0], v.stride[0]},
                               {v.extent[1], v.stride[1]},
@@ -89,9 +91,9 @@ void check_view(const sequences<T>& v, const std::string& name) {
     fits = fits && term >= 0 && reach <= limit - term;
     if (fits) reach += term;
   }
-  require(fits, name + ".stride", "strides and extents whose farthest byte offset fits 64 bits");
+  if (!fits) fail(name + ".stride", "strides and extents whose farthest byte offset fits 64 bits");
   const bool has_elements = v.count() > 0 && time_extent(v) > 0;
-  require(v.data != nullptr || !has_elements, name + ".data", "a non-null pointer for a non-empty view");
+  if (v.data == nullptr && has_elements) fail(name + ".data", "a non-null pointer for a non-empty view");
 }
 
 /// Outputs may not write one element twice. Sufficient test: sorted by stride, each axis steps over the
@@ -99,15 +101,15 @@ void check_view(const sequences<T>& v, const std::string& name) {
 template <class T>
 void check_no_self_overlap(const sequences<T>& v, const std::string& name) {
   std::pair<index_t, index_t> axes[3] = {{v.stride[1], v.extent[1]},
-                                        {v.time_stride, v.packed() ? time_extent(v) : v.length},
-                                        {v.stride[0], v.packed() ? 1 : v.extent[0]}};
+                                         {v.time_stride, v.packed() ? time_extent(v) : v.length},
+                                         {v.stride[0], v.packed() ? 1 : v.extent[0]}};
   if (v.count() == 0 || axes[1].second == 0) return;
   std::sort(std::begin(axes), std::end(axes));
   index_t covered = 0;  // largest offset reachable through the smaller axes
   for (auto [stride, extent] : axes) {
     if (extent <= 1) continue;
-    require(stride > covered, name + ".stride",
-            "strides that never place two elements at one address (an output cannot broadcast)");
+    if (stride <= covered)
+      fail(name + ".stride", "strides that never place two elements at one address (an output cannot broadcast)");
     covered += stride * (extent - 1);
   }
 }
@@ -115,19 +117,21 @@ void check_no_self_overlap(const sequences<T>& v, const std::string& name) {
 /// Inputs must have the output's shape: the same batch extents and the same length of every sequence.
 template <class T, class U>
 void check_same_shape(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
-  require(in.extent[0] == out.extent[0] && in.extent[1] == out.extent[1], name + ".extent",
-          "the output's batch extents (" + std::to_string(out.extent[0]) + ", " + std::to_string(out.extent[1]) +
-              "), got (" + std::to_string(in.extent[0]) + ", " + std::to_string(in.extent[1]) + ")");
-  require(in.packed() == out.packed(), name + ".offsets", "packed exactly when the output is packed");
+  if (!(in.extent[0] == out.extent[0] && in.extent[1] == out.extent[1]))
+    fail(name + ".extent", "the output's batch extents (" + std::to_string(out.extent[0]) + ", " +
+                               std::to_string(out.extent[1]) + "), got (" + std::to_string(in.extent[0]) + ", " +
+                               std::to_string(in.extent[1]) + ")");
+  if (in.packed() != out.packed()) fail(name + ".offsets", "packed exactly when the output is packed");
   if (!out.packed()) {
-    require(in.length == out.length, name + ".length",
-            "the output's length " + std::to_string(out.length) + ", got " + std::to_string(in.length));
+    if (in.length != out.length)
+      fail(name + ".length",
+           "the output's length " + std::to_string(out.length) + ", got " + std::to_string(in.length));
     return;
   }
   if (in.offsets == out.offsets) return;
   for (index_t i = 0; i <= out.extent[0]; ++i)
-    require(in.offsets[i] - in.offsets[0] == out.offsets[i] - out.offsets[0],
-            name + ".offsets[" + std::to_string(i) + "]", "the output's sequence lengths");
+    if (!(in.offsets[i] - in.offsets[0] == out.offsets[i] - out.offsets[0]))
+      fail(name + ".offsets[" + std::to_string(i) + "]", "the output's sequence lengths");
 }
 
 /// The bytes a uniform (not packed) view addresses, axis by axis.
@@ -146,22 +150,24 @@ address_set address_set_of(const sequences<T>& v) {
 template <class T, class U>
 void check_alias(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
   if (!span_of(in).overlaps(span_of(out))) return;
-  const bool exact = sizeof(T) == sizeof(U) && static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
+  const bool exact = sizeof(T) == sizeof(U) &&
+                     static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
                      in.stride[0] == out.stride[0] && in.stride[1] == out.stride[1] &&
                      in.time_stride == out.time_stride && in.offsets == out.offsets;
   if (exact) return;
   const bool apart =
       !in.packed() && !out.packed() && shares_bytes(address_set_of(in), address_set_of(out)) == overlap::no;
-  require(apart, "output", "no overlap with " + name + " other than exact in-place aliasing");
+  if (!apart) fail("output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
 /// Initial states are read before anything is written, sequence by sequence: they may be the very array
 /// the final states go to (streaming: continue where the last call stopped), but may not overlap it
 /// otherwise, nor overlap the output (steps written before a later sequence reads its initial state).
 inline void check_initial(byte_span initial, byte_span final, byte_span out, const std::string& final_name) {
-  require(!initial.overlaps(out), "options.initial", "no overlap with the output");
-  require(!initial.overlaps(final) || (initial.lo == final.lo && initial.hi == final.hi), "options.initial",
-          "either exactly " + final_name + " (states carried from call to call) or no overlap with it");
+  if (initial.overlaps(out)) fail("options.initial", "no overlap with the output");
+  if (initial.overlaps(final) && (initial.lo != final.lo || initial.hi != final.hi))
+    fail("options.initial",
+         "either exactly " + final_name + " (states carried from call to call) or no overlap with it");
 }
 
 /// Every check of a prefix scan's arguments. `extra_out` is an extra output (final states) or empty.
@@ -177,9 +183,9 @@ void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out
     check_view(v, name);
     check_same_shape(v, out, name);
     check_alias(v, out, name);
-    require(!span_of(v).overlaps(extra_out), extra_name, "no overlap with " + name);
+    if (span_of(v).overlaps(extra_out)) fail(extra_name, "no overlap with " + name);
   });
-  require(!span_of(out).overlaps(extra_out), extra_name, "no overlap with the output");
+  if (span_of(out).overlaps(extra_out)) fail(extra_name, "no overlap with the output");
 }
 
 /// Every check of a reduce scan's arguments: inputs of one shape, results apart from them.
@@ -191,23 +197,23 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
     const std::string name = "inputs[" + std::to_string(k++) + "]";
     check_view(v, name);
     check_same_shape(v, in.head, name);
-    require(!span_of(v).overlaps(result), "result", "no overlap with " + name);
+    if (span_of(v).overlaps(result)) fail("result", "no overlap with " + name);
   });
-  require(result.lo != 0 || count == 0, "result", "a non-null pointer for " + std::to_string(count) + " sequences");
+  if (!(result.lo != 0 || count == 0)) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");
 }
 
 /// Options every prefix scan checks: an initial state needs an operator that can seed one.
 template <class Op>
 void check_scan_options(const options<output_t<Op>>& opts) {
-  require(opts.initial == nullptr || can_seed<Op>, "options.initial",
-          "an operator with seed(output) (its outputs are not its states)");
+  if (!(opts.initial == nullptr || can_seed<Op>))
+    fail("options.initial", "an operator with seed(output) (its outputs are not its states)");
 }
 
 /// Options every reduction checks: no exclusive form, totals go to `result`, not `final`.
 template <class Op>
 void check_reduce_options(const options<output_t<Op>>& opts) {
-  require(!opts.exclusive, "options.exclusive", "false: a reduction has no exclusive form");
-  require(opts.final == nullptr, "options.final", "null: reduce_scan writes its totals to `result`");
+  if (opts.exclusive) fail("options.exclusive", "false: a reduction has no exclusive form");
+  if (opts.final != nullptr) fail("options.final", "null: reduce_scan writes its totals to `result`");
   check_scan_options<Op>(opts);
 }
 
