@@ -16,7 +16,10 @@ namespace detail {
 [[noreturn]] inline void fail(const std::string& argument, const std::string& expected) {
   throw error("parascan: " + argument + ": " + expected);
 }
-inline void require(bool ok, const std::string& argument, const std::string& expected) {
+/// For literal texts (nothing is built unless the check fails); checks whose texts are computed write
+/// `if (!ok) fail(...)` so that the text is computed only then.
+template <class Argument, class Expected>
+inline void require(bool ok, const Argument& argument, const Expected& expected) {
   if (!ok) fail(argument, expected);
 }
 }  // namespace detail

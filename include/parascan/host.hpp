@@ -38,9 +38,9 @@ constexpr unsigned max_host_threads = 4096;
 
 inline unsigned host_threads(const host& exec) {
   static const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());  // read once: ~7 us a query
-  require(exec.threads <= max_host_threads, "host.threads",
-          "at most " + std::to_string(max_host_threads) + " worker threads (0: one per hardware thread), got " +
-              std::to_string(exec.threads));
+  if (exec.threads > max_host_threads)
+    fail("host.threads", "at most " + std::to_string(max_host_threads) +
+                             " worker threads (0: one per hardware thread), got " + std::to_string(exec.threads));
   return exec.threads == 0 ? hardware : exec.threads;
 }
 
