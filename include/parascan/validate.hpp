@@ -60,7 +60,7 @@ inline index_t product_within(index_t a, index_t b, index_t limit) { return a !=
 /// Checks a view on its own: extents, strides, pointer and (packed) offsets. `offsets` read on the host.
 template <class T>
 void check_view(const sequences<T>& v, const std::string& name) {
-  if (!(v.extent[0] >= 0 && v.extent[1] >= 0)) fail(name + ".extent", "non-negative batch extents");
+  if (v.extent[0] < 0 || v.extent[1] < 0) fail(name + ".extent", "non-negative batch extents");
   if (!(v.stride[0] >= 0 && v.stride[1] >= 0 && v.time_stride >= 0))
     fail(name + ".stride", "non-negative strides (a zero stride broadcasts an input)");
   // 64-bit offsets: neither the sequence count nor the farthest byte addressed may wrap.
@@ -199,7 +199,7 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
     check_same_shape(v, in.head, name);
     if (span_of(v).overlaps(result)) fail("result", "no overlap with " + name);
   });
-  if (!(result.lo != 0 || count == 0)) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");
+  if (result.lo == 0 && count != 0) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");
 }
 
 /// Options every prefix scan checks: an initial state needs an operator that can seed one.
