@@ -36,8 +36,8 @@ template <class T, class Acc = T>
 struct max {
   using value_type = Acc;
   PARASCAN_HD value_type identity() const {
-    return std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
-                                                  : std::numeric_limits<Acc>::lowest();
+    return limits<Acc>::has_infinity ? -limits<Acc>::infinity()
+                                                  : limits<Acc>::lowest();
   }
   PARASCAN_HD value_type operator()(const Acc& earlier, const Acc& later) const {
     return (earlier != earlier || earlier > later) ? earlier : later;
@@ -50,8 +50,8 @@ template <class T, class Acc = T>
 struct min {
   using value_type = Acc;
   PARASCAN_HD value_type identity() const {
-    return std::numeric_limits<Acc>::has_infinity ? std::numeric_limits<Acc>::infinity()
-                                                  : std::numeric_limits<Acc>::max();
+    return limits<Acc>::has_infinity ? limits<Acc>::infinity()
+                                                  : limits<Acc>::max();
   }
   PARASCAN_HD value_type operator()(const Acc& earlier, const Acc& later) const {
     return (earlier != earlier || earlier < later) ? earlier : later;

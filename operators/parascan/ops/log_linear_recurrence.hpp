@@ -62,7 +62,7 @@ PARASCAN_HD PARASCAN_INLINE signed_log<S> to_signed_log(S v) {
 /// x + y for signed logs: -inf safe, exact cancellation to zero, NaN propagating.
 template <class S>
 PARASCAN_HD PARASCAN_INLINE signed_log<S> signed_logaddexp(const signed_log<S>& x, const signed_log<S>& y) {
-  constexpr S inf = std::numeric_limits<S>::infinity();
+  constexpr S inf = limits<S>::infinity();
   if (x.log_abs != x.log_abs) return x;
   if (y.log_abs != y.log_abs) return y;
   const bool x_big = x.log_abs >= y.log_abs;
@@ -70,7 +70,7 @@ PARASCAN_HD PARASCAN_INLINE signed_log<S> signed_logaddexp(const signed_log<S>& 
   const signed_log<S>& lo = x_big ? y : x;
   if (hi.log_abs == -inf) return {-inf, S(1)};  // 0 + 0 (and -inf - -inf would be NaN)
   if (hi.log_abs == inf)                        // inf + finite; inf - inf is NaN
-    return lo.log_abs == inf && lo.sign != hi.sign ? signed_log<S>{std::numeric_limits<S>::quiet_NaN(), S(1)} : hi;
+    return lo.log_abs == inf && lo.sign != hi.sign ? signed_log<S>{limits<S>::quiet_NaN(), S(1)} : hi;
   const S d = lo.log_abs - hi.log_abs;  // in [-inf, 0]
   if (hi.sign == lo.sign) return {hi.log_abs + std::log1p(std::exp(d)), hi.sign};
   if (d == S(0)) return {-inf, S(1)};  // exact cancellation: zero, not log(0) - ... = NaN
@@ -91,7 +91,7 @@ template <class S>
 struct log_linear_recurrence {
   using value_type = log_linear_state<S>;
 
-  PARASCAN_HD value_type identity() const { return {S(0), -std::numeric_limits<S>::infinity()}; }
+  PARASCAN_HD value_type identity() const { return {S(0), -limits<S>::infinity()}; }
   /// earlier first, then later: (log a1 + log a2, logaddexp(log a2 + log b1, log b2)).
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
     return {earlier.log_a + later.log_a, logaddexp(later.log_a + earlier.log_b, later.log_b)};
@@ -116,7 +116,7 @@ template <class S>
 struct signed_log_linear_recurrence {
   using value_type = signed_log_linear_state<S>;
 
-  PARASCAN_HD value_type identity() const { return {{S(0), S(1)}, {-std::numeric_limits<S>::infinity(), S(1)}}; }
+  PARASCAN_HD value_type identity() const { return {{S(0), S(1)}, {-limits<S>::infinity(), S(1)}}; }
   /// earlier first, then later: (a1 a2, a2 b1 + b2).
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
     const signed_log<S> a2b1{later.a.log_abs + earlier.b.log_abs, later.a.sign * earlier.b.sign};

@@ -41,7 +41,7 @@ PARASCAN_HD PARASCAN_INLINE S logaddexp(S x, S y) {
   // Equal infinities (both -inf: zero plus zero; both +inf) would make x - y NaN; the max is exact.
   // A NaN fails x > y, so hi = y: the NaN test below catches x.
   if (x != x) return x;
-  if (hi == -std::numeric_limits<S>::infinity() || hi == std::numeric_limits<S>::infinity()) return hi;
+  if (hi == -limits<S>::infinity() || hi == limits<S>::infinity()) return hi;
   const S lo = x > y ? y : x;
   return hi + std::log1p(std::exp(lo - hi));  // lo - hi <= 0: exp cannot overflow; NaN y passes through
 }
@@ -73,7 +73,7 @@ struct log_sum {
 template <class T, class Acc = accumulator_t<T>>
 struct log_add_exp {
   using value_type = log_sum<Acc>;
-  PARASCAN_HD value_type identity() const { return {-std::numeric_limits<Acc>::infinity(), Acc(0)}; }
+  PARASCAN_HD value_type identity() const { return {-limits<Acc>::infinity(), Acc(0)}; }
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
     // A NaN maximum fails >=, so hi may be the NaN side or not; either way its NaN reaches the sum.
     // (Selects on the fields, not references to whole states: those put the states in local memory.)
