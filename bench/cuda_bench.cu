@@ -55,6 +55,7 @@
 #include <vector>
 
 #include <Eigen/Core>
+#include "event_timer.cuh"
 #include <parascan/cuda.cuh>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
@@ -260,28 +261,12 @@ struct context {
   std::vector<record> records;
   std::unique_ptr<device_array<char>> flush;    // 256 MiB, memset before every timed run
   std::unique_ptr<device_array<char>> staging;  // slices downloaded for the checks
-  cudaEvent_t start{}, stop{};
 
   /// Median milliseconds of opt.runs timed calls after opt.warmup untimed ones, L2 flushed before each.
   double median_ms(const std::function<void()>& f, int runs = 0) {
-    runs = runs > 0 ? runs : opt.runs;
-    for (int i = 0; i < opt.warmup; ++i) f();
-    check(cudaDeviceSynchronize(), "warm-up");
-    std::vector<double> ms;
-    for (int i = 0; i < runs; ++i) {
-      check(cudaMemsetAsync(flush->p, i & 0xff, flush->n), "L2 flush");
-      check(cudaEventRecord(start), "event");
-      f();
-      check(cudaEventRecord(stop), "event");
-      check(cudaEventSynchronize(stop), "timed run");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, start, stop), "event time");
-      ms.push_back(t);
-    }
-    check(cudaGetLastError(), "timed runs");
-    std::sort(ms.begin(), ms.end());
-    const std::size_t h = ms.size() / 2;
-    return ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
+    return bench::median_event_ms(
+        f, runs > 0 ? runs : opt.runs, opt.warmup,
+        [&](int i) { check(cudaMemsetAsync(flush->p, i & 0xff, flush->n), "L2 flush"); }, check);
   }
 };
 
@@ -1018,7 +1003,6 @@ int main(int argc, char** argv) {
   try {
     ctx.flush = std::make_unique<device_array<char>>(std::size_t(256) << 20);
     ctx.staging = std::make_unique<device_array<char>>(std::size_t(64) << 20);
-    check(cudaEventCreate(&ctx.start), "event"), check(cudaEventCreate(&ctx.stop), "event");
     measure_copy_floor(ctx);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "copy floor: %s\n", e.what());

@@ -15,19 +15,18 @@
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/parascan.hpp>
 
+#include "event_timer.cuh"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using bench::check_or_exit;
 
 template <class T>
 struct device_array {
   T* p = nullptr;
-  explicit device_array(std::size_t n) { check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  explicit device_array(std::size_t n) {
+    check_or_exit(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
   ~device_array() { cudaFree(p); }
 };
 
@@ -47,33 +46,19 @@ __global__ void copy4(const float4* __restrict__ in, float4* __restrict__ out, s
 
 device_array<char> flush(std::size_t(256) << 20);
 
+/// Median of `runs` timed calls after 2 untimed ones, L2 flushed before each.
 template <class F>
 double median_ms(F&& f, int runs = 15) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a), cudaEventCreate(&b);
-  for (int i = 0; i < 2; ++i) f();
-  std::vector<float> ms;
-  for (int i = 0; i < runs; ++i) {
-    check(cudaMemsetAsync(flush.p, i, std::size_t(256) << 20), "flush");
-    cudaEventRecord(a);
-    f();
-    cudaEventRecord(b);
-    check(cudaEventSynchronize(b), "run");
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  check(cudaGetLastError(), "kernel");
-  cudaEventDestroy(a), cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return bench::median_event_ms(
+      f, runs, 2, [](int i) { check_or_exit(cudaMemsetAsync(flush.p, i, std::size_t(256) << 20), "flush"); },
+      check_or_exit);
 }
 
 double copy_gbs = 0;
 
 void measure_copy() {
   int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
+  check_or_exit(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
   const std::size_t n4 = std::size_t(1) << 27;  // 2 GiB each way
   device_array<float4> in(n4), out(n4);
   fill<<<1024, 256>>>(reinterpret_cast<float*>(in.p), n4 * 4, 0.f, 1.f, 1);
@@ -127,7 +112,7 @@ constexpr auto wrp = parascan::combine_variant::warp;
 
 int main() {
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "device");
+  check_or_exit(cudaGetDeviceProperties(&prop, 0), "device");
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   measure_copy();
 #if defined(SWEEP_PAIR)

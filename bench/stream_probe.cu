@@ -14,14 +14,9 @@
 #include <cstdlib>
 #include <vector>
 
-namespace {
+#include "event_timer.cuh"
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+namespace {
 
 __device__ __forceinline__ float4 add(float4 x, float4 y) { return {x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w}; }
 
@@ -81,35 +76,23 @@ __global__ void __launch_bounds__(1024) whole_block(const float4* __restrict__ a
 
 int main() {
   int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
+  bench::check_or_exit(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  bench::check_or_exit(cudaGetDeviceProperties(&prop, 0), "properties");
   const std::size_t sequences = 12288, most = sequences * (65536 / 4 + 32);
   float4 *a, *b, *o;
   char* flush;
-  check(cudaMalloc(&a, most * 16), "cudaMalloc");
-  check(cudaMalloc(&b, most * 16), "cudaMalloc");
-  check(cudaMalloc(&o, most * 16), "cudaMalloc");
-  check(cudaMalloc(&flush, 256 << 20), "cudaMalloc");
-  check(cudaMemset(a, 0, most * 16), "cudaMemset");
-  check(cudaMemset(b, 0, most * 16), "cudaMemset");
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  bench::check_or_exit(cudaMalloc(&a, most * 16), "cudaMalloc");
+  bench::check_or_exit(cudaMalloc(&b, most * 16), "cudaMalloc");
+  bench::check_or_exit(cudaMalloc(&o, most * 16), "cudaMalloc");
+  bench::check_or_exit(cudaMalloc(&flush, 256 << 20), "cudaMalloc");
+  bench::check_or_exit(cudaMemset(a, 0, most * 16), "cudaMemset");
+  bench::check_or_exit(cudaMemset(b, 0, most * 16), "cudaMemset");
   const auto median_ms = [&](auto&& run, bool flush_l2) {
-    std::vector<float> ms;
-    for (int i = 0; i < 13; ++i) {
-      if (flush_l2) cudaMemsetAsync(flush, i, 256 << 20);
-      cudaEventRecord(e0);
-      run();
-      cudaEventRecord(e1);
-      check(cudaEventSynchronize(e1), "run");
-      float t = 0;
-      cudaEventElapsedTime(&t, e0, e1);
-      if (i >= 3) ms.push_back(t);
-    }
-    check(cudaGetLastError(), "kernel");
-    std::sort(ms.begin(), ms.end());
-    return double(ms[ms.size() / 2]);
+    const auto before = [&](int i) {
+      if (flush_l2) bench::check_or_exit(cudaMemsetAsync(flush, i, 256 << 20), "flush");
+    };
+    return bench::median_event_ms(run, 10, 3, before, bench::check_or_exit);
   };
   const double floor =
       2.0 * most * 16 / median_ms([&] { cudaMemcpyAsync(o, a, most * 16, cudaMemcpyDeviceToDevice); }, false) / 1e6;

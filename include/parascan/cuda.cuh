@@ -44,20 +44,17 @@ constexpr int narrowest_input(const input_pack<T...>*) {
 /// The policy that runs: the caller's, else default_policy's for the operator, with enough items that
 /// every thread moves at least 16 bytes of its narrowest input (8 steps of bf16 gates where fp32 takes
 /// 4): a whole vector per load, and the per-tile work spread over more bytes.
+template <class Base, class Pack>
+using widened_for =
+    std::conditional_t<Base::combine == combine_variant::sequential, Base,
+                       with_items_at_least<Base, 16 / narrowest_input(static_cast<const Pack*>(nullptr))>>;
 template <class Policy, class Op, class Pack>
-using cuda_policy_for = std::conditional_t<
-    std::is_same<Policy, use_default_policy>::value,
-    std::conditional_t<default_policy_t<Op, arch::sm90>::combine == combine_variant::sequential,
-                       default_policy_t<Op, arch::sm90>,
-                       with_items_at_least<default_policy_t<Op, arch::sm90>,
-                                           16 / narrowest_input(static_cast<const Pack*>(nullptr))>>,
-    Policy>;
+using cuda_policy_for = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
+                                           widened_for<default_policy_t<Op, arch::sm90>, Pack>, Policy>;
 
 inline temp_allocator& allocator_of(const cuda& exec) {
   return exec.allocator != nullptr ? *exec.allocator : default_temp_allocator();
 }
-
-inline std::string input_name(int k) { return "inputs[" + std::to_string(k) + "]"; }
 
 /// Every input's view with host offsets (checks) and with device offsets (kernels); data must be device memory.
 template <class Pack>

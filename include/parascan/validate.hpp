@@ -54,6 +54,9 @@ byte_span span_of(const sequences<T>& v) {
   return {reinterpret_cast<std::uintptr_t>(v.data), reinterpret_cast<std::uintptr_t>(v.data + last + 1)};
 }
 
+/// The name errors give input k of a pack.
+inline std::string input_name(int k) { return "inputs[" + std::to_string(k) + "]"; }
+
 /// a * b for non-negative a and b, or -1 when it exceeds `limit`.
 inline index_t product_within(index_t a, index_t b, index_t limit) { return a != 0 && b > limit / a ? -1 : a * b; }
 
@@ -61,11 +64,11 @@ inline index_t product_within(index_t a, index_t b, index_t limit) { return a !=
 template <class T>
 void check_view(const sequences<T>& v, const std::string& name) {
   if (v.extent[0] < 0 || v.extent[1] < 0) fail(name + ".extent", "non-negative batch extents");
-  if (!(v.stride[0] >= 0 && v.stride[1] >= 0 && v.time_stride >= 0))
+  if (v.stride[0] < 0 || v.stride[1] < 0 || v.time_stride < 0)
     fail(name + ".stride", "non-negative strides (a zero stride broadcasts an input)");
   // 64-bit offsets: neither the sequence count nor the farthest byte addressed may wrap.
   const index_t limit = std::numeric_limits<index_t>::max() / index_t(sizeof(T));
-  if (!(product_within(v.extent[0], v.extent[1], limit) >= 0))
+  if (product_within(v.extent[0], v.extent[1], limit) < 0)
     fail(name + ".extent", "batch extents whose product fits 64 bits, got " + std::to_string(v.extent[0]) + " x " +
                                std::to_string(v.extent[1]));
   if (v.packed()) {
@@ -117,7 +120,7 @@ void check_no_self_overlap(const sequences<T>& v, const std::string& name) {
 /// Inputs must have the output's shape: the same batch extents and the same length of every sequence.
 template <class T, class U>
 void check_same_shape(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
-  if (!(in.extent[0] == out.extent[0] && in.extent[1] == out.extent[1]))
+  if (in.extent[0] != out.extent[0] || in.extent[1] != out.extent[1])
     fail(name + ".extent", "the output's batch extents (" + std::to_string(out.extent[0]) + ", " +
                                std::to_string(out.extent[1]) + "), got (" + std::to_string(in.extent[0]) + ", " +
                                std::to_string(in.extent[1]) + ")");
@@ -130,7 +133,7 @@ void check_same_shape(const sequences<T>& in, const sequences<U>& out, const std
   }
   if (in.offsets == out.offsets) return;
   for (index_t i = 0; i <= out.extent[0]; ++i)
-    if (!(in.offsets[i] - in.offsets[0] == out.offsets[i] - out.offsets[0]))
+    if (in.offsets[i] - in.offsets[0] != out.offsets[i] - out.offsets[0])
       fail(name + ".offsets[" + std::to_string(i) + "]", "the output's sequence lengths");
 }
 
@@ -179,7 +182,7 @@ void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out
   check_no_self_overlap(out, "output");
   int k = 0;
   for_each_view(in, [&](const auto& v) {
-    const std::string name = "inputs[" + std::to_string(k++) + "]";
+    const std::string name = input_name(k++);
     check_view(v, name);
     check_same_shape(v, out, name);
     check_alias(v, out, name);
@@ -194,7 +197,7 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
   check_initial(initial, result, {}, "result");
   int k = 0;
   for_each_view(in, [&](const auto& v) {
-    const std::string name = "inputs[" + std::to_string(k++) + "]";
+    const std::string name = input_name(k++);
     check_view(v, name);
     check_same_shape(v, in.head, name);
     if (span_of(v).overlaps(result)) fail("result", "no overlap with " + name);
@@ -205,7 +208,7 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
 /// Options every prefix scan checks: an initial state needs an operator that can seed one.
 template <class Op>
 void check_scan_options(const options<output_t<Op>>& opts) {
-  if (!(opts.initial == nullptr || can_seed<Op>))
+  if (opts.initial != nullptr && !can_seed<Op>)
     fail("options.initial", "an operator with seed(output) (its outputs are not its states)");
 }
 
