@@ -76,6 +76,14 @@ template <class Policy>
 struct tag {};
 
 /// Times one operator over (8, 1536, T) for every policy of the list.
+const char* combine_name(parascan::combine_variant c) {
+  switch (c) {
+    case parascan::combine_variant::warp: return "warp";
+    case parascan::combine_variant::sequential: return "seq";
+    default: return "block";
+  }
+}
+
 template <class Op, class A, class B, class Y, class... Policies>
 void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   const long count = 8 * 1536;
@@ -97,7 +105,7 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     using P = decltype(policy);
     const double ms = median_ms([&] { run(policy); });
     std::printf("%-10s T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n", what,
-                T, P::combine == parascan::combine_variant::warp ? "warp" : "block", P::threads, P::items, P::min_blocks,
+                T, combine_name(P::combine), P::threads, P::items, P::min_blocks,
                 P::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
     std::fflush(stdout);
   };
@@ -105,8 +113,8 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
 }
 
 using parascan::cuda_policy;
-constexpr auto blk = parascan::combine_variant::block;
-constexpr auto wrp = parascan::combine_variant::warp;
+[[maybe_unused]] constexpr auto blk = parascan::combine_variant::block;
+[[maybe_unused]] constexpr auto wrp = parascan::combine_variant::warp;
 
 }  // namespace
 
@@ -115,7 +123,24 @@ int main() {
   check_or_exit(cudaGetDeviceProperties(&prop, 0), "device");
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   measure_copy();
-#if defined(SWEEP_PAIR)
+#if defined(SWEEP_SHORT)
+  // Short sequences: block size (sequences a block) and items for a warp per sequence.
+  for (long T : {128L, 256L, 512L, 1024L, 2048L}) {
+    sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
+        "fp32 pair", T, 12.0, tag<cuda_policy<128, 4, wrp, 8, 4>>{}, tag<cuda_policy<256, 4, wrp, 4, 4>>{},
+        tag<cuda_policy<512, 4, wrp, 2, 4>>{}, tag<cuda_policy<1024, 4, wrp, 1, 4>>{},
+        tag<cuda_policy<256, 4, wrp, 4, 2>>{}, tag<cuda_policy<64, 4, wrp, 16, 4>>{},
+        tag<cuda_policy<256, 2, wrp, 4, 4>>{}, tag<cuda_policy<128, 2, wrp, 8, 4>>{},
+        tag<cuda_policy<256, 1, wrp, 4, 6>>{});
+    sweep<parascan::ops::linear_recurrence<float>, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16>(
+        "bf16 pair", T * 2, 6.0, tag<cuda_policy<128, 8, wrp, 6, 4>>{}, tag<cuda_policy<256, 8, wrp, 3, 4>>{},
+        tag<cuda_policy<384, 8, wrp, 2, 4>>{}, tag<cuda_policy<192, 8, wrp, 4, 4>>{},
+        tag<cuda_policy<256, 4, wrp, 4, 4>>{}, tag<cuda_policy<128, 4, wrp, 8, 4>>{});
+    sweep<parascan::ops::sum<float>, float, float, float>("fp32 sum", T, 8.0, tag<cuda_policy<128, 4, wrp, 8, 3>>{},
+                                                           tag<cuda_policy<256, 4, wrp, 4, 3>>{},
+                                                           tag<cuda_policy<512, 4, wrp, 2, 3>>{});
+  }
+#elif defined(SWEEP_PAIR)
   for (long T : {128L, 256L, 512L, 1024L, 2048L, 4096L, 16384L, 65536L})
     sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
         "fp32 pair", T, 12.0, tag<cuda_policy<128, 4, wrp, 8, 3>>{}, tag<cuda_policy<128, 4, wrp, 8, 4>>{},

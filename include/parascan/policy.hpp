@@ -97,6 +97,12 @@ struct default_policy<Op, arch::host> {
 // best with 64-thread blocks (H100, earlier sweep). Tried and lost (H200, against cudaMemcpy's 4.26 TB/s):
 // blocks of 512 or 1024 threads a sequence (accelerated-scan's shape; 79 / 62% at 65536, a block barrier
 // per tile), and warps requesting 2 to 4 consecutive tiles at once (89-93% against 93.6% at 65536).
+// Short sequences (SWEEP_SHORT, H200): the block size of a warp per sequence does not matter (64 to 256
+// threads within 1 point at T = 128 .. 2048; 512 and 1024 lose 1-10), nor do 2 stages against 4 (< 3
+// points); 2 or 1 items a thread lose 3-40 points. Also tried and lost (branches experiment/chain and
+// experiment/runs): a block's warps taking turns on one sequence, the carry handed on by named barriers
+// (82.7% against 94.8% at 65536), and a warp scanning several short sequences through one pipeline (the
+// second iterator spills at 64 registers: 22.5 / 84.6% at T = 128 / 65536 against 28 / 95%).
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
