@@ -7,8 +7,6 @@
 #include "support/harness.hpp"
 #include "support/affine_map.hpp"
 
-#include <parascan/ops/linear_recurrence.hpp>
-
 #include <algorithm>
 #include <cmath>
 
@@ -192,30 +190,5 @@ TEST_CASE("default policy: one sequence of 2^21 steps splits across threads") {
     check<policy>(a, sh, 4, f);
     matrix_case m;
     check<parascan::default_policy_t<matrix_product, parascan::arch::host>>(m, sh, 4, f);
-  }
-}
-
-TEST_CASE("infinite gates: the same infinities and NaNs on 1, 2, 3 and 7 threads") {
-  // A zero gate, then an infinite one (the sequential loop reaches +-inf, not NaN), then a zero gate that
-  // meets the infinite state (NaN from there on), in chunks of 1000 steps: a chunk total's gate product
-  // must not turn the first pair into 0 * inf = NaN.
-  const index_t T = 20000;
-  std::vector<float> a(T), b(T), x(T), ref(T);
-  for (index_t t = 0; t < T; ++t) a[t] = float(ptest::uniform(0.5, 0.9)), b[t] = float(ptest::normal());
-  a[4321] = 0, a[4324] = INFINITY, a[15000] = 0;
-  double carry = 0;
-  for (index_t t = 0; t < T; ++t) ref[t] = float(carry = double(a[t]) * carry + double(b[t]));
-  for (unsigned threads : {1u, 2u, 3u, 7u}) {
-    INFO(threads << " threads");
-    parascan::prefix_scan<parascan::host_policy<1000>>(parascan::host{threads},
-                                                        parascan::ops::linear_recurrence<float>{},
-                                                        parascan::inputs(parascan::single(a.data(), T),
-                                                                         parascan::single(b.data(), T)),
-                                                        parascan::single(x.data(), T));
-    ptest::error_meter err;
-    for (index_t t = 0; t < T; ++t) err.add(x[t], ref[t]);
-    CHECK(err.relative() <= 1e-5);
-    CHECK(std::isinf(x[5000]));
-    CHECK(std::isnan(x[T - 1]));
   }
 }

@@ -21,8 +21,6 @@
 // cuda::std::complex (device) all serve as Acc.
 #pragma once
 
-#include <type_traits>
-
 #include <parascan/config.hpp>
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
@@ -46,16 +44,9 @@ struct linear_recurrence {
   using value_type = linear_state<Acc>;
 
   PARASCAN_HD value_type identity() const { return {Acc(1), Acc(0)}; }
-  /// earlier first, then later: (a1 a2, a2 b1 + b2). After a zero gate the composed map is constant, so
-  /// its gate product stays 0 even when a later gate is infinite (IEEE would give 0 * inf = NaN, which the
-  /// sequential loop never computes): results with infinite gates then do not depend on how the steps
-  /// are grouped (threads, blocks). A NaN later gate still makes the product NaN.
+  /// earlier first, then later: (a1 a2, a2 b1 + b2).
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
-    const Acc a = multiply(earlier.a, later.a);
-    if constexpr (std::is_floating_point<Acc>::value)
-      return {earlier.a == Acc(0) && later.a == later.a ? Acc(0) : a, multiply(later.a, earlier.b) + later.b};
-    else
-      return {a, multiply(later.a, earlier.b) + later.b};
+    return {multiply(earlier.a, later.a), multiply(later.a, earlier.b) + later.b};
   }
   /// One step from its gate a and token b (any storage types that convert to Acc).
   template <class A, class B>
