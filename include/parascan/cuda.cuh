@@ -104,29 +104,49 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const sequenc
   if (count == 0) return;
 
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, Out> args{
-      op, in_device, out_device, opts.initial, opts.final, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
+      op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
   engine::run<policy, true>(args, detail::shape_of(out_host), alloc, exec.stream);
 }
+
+namespace detail {
+
+/// Runs the CUDA reduction of every sequence into `totals` (project() of each total) or `states` (the
+/// whole total states); exactly one of them is non-null. Checks the arguments first.
+template <class Policy, class Op, class In>
+void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t<Op>* totals, state_t<Op>* states,
+                      const options<output_t<Op>>& opts) {
+  static_assert(check_operator<Op>());
+  using policy = cuda_policy_for<Policy, Op, std::decay_t<decltype(as_pack(inputs))>>;
+  temp_allocator& alloc = allocator_of(exec);
+  staged_offsets staged(alloc, exec.stream);
+  const auto [in_host, in_device] = stage_inputs(as_pack(inputs), staged);
+  const index_t count = in_host.head.count();
+  const byte_span result = totals != nullptr ? span_of(totals, count) : span_of(states, count);
+  check_reduce_arguments(in_host, span_of(opts.initial, count), result, count);
+  check_reduce_options<Op>(opts);
+  if (count == 0) return;
+  require_device_pointer(totals != nullptr ? static_cast<const void*>(totals) : states, "result");
+  require_device_pointer(opts.initial, "options.initial");
+
+  engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_t<Op>> args{
+      op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
+  engine::run<policy, false>(args, shape_of(in_host.head), alloc, exec.stream);
+}
+
+}  // namespace detail
 
 /// Totals of every sequence on the GPU: result[s] (device memory, one per sequence); see host.hpp.
 template <class Policy = use_default_policy, class Op, class In>
 void reduce_scan(const cuda& exec, const Op& op, const In& inputs, output_t<Op>* result,
                  const options<output_t<Op>>& opts = {}) {
-  static_assert(check_operator<Op>());
-  using policy = detail::cuda_policy_for<Policy, Op, std::decay_t<decltype(as_pack(inputs))>>;
-  temp_allocator& alloc = detail::allocator_of(exec);
-  detail::staged_offsets staged(alloc, exec.stream);
-  const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
-  const index_t count = in_host.head.count();
-  detail::check_reduce_arguments(in_host, detail::span_of(opts.initial, count), detail::span_of(result, count), count);
-  detail::check_reduce_options<Op>(opts);
-  if (count == 0) return;
-  detail::require_device_pointer(result, "result");
-  detail::require_device_pointer(opts.initial, "options.initial");
+  detail::reduce_on_device<Policy>(exec, op, inputs, result, static_cast<state_t<Op>*>(nullptr), opts);
+}
 
-  engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_t<Op>> args{
-      op, in_device, {}, opts.initial, result, nullptr, count, 1, 0, opts.reverse, false};
-  engine::run<policy, false>(args, detail::shape_of(in_host.head), alloc, exec.stream);
+/// Whole total states of every sequence on the GPU: result[s] (device memory); see host.hpp.
+template <class Policy = use_default_policy, class Op, class In>
+void reduce_states(const cuda& exec, const Op& op, const In& inputs, state_t<Op>* result,
+                   const options<output_t<Op>>& opts = {}) {
+  detail::reduce_on_device<Policy>(exec, op, inputs, static_cast<output_t<Op>*>(nullptr), result, opts);
 }
 
 }  // namespace parascan

@@ -203,36 +203,65 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
   }
 }
 
-/// Total of every sequence: result[s] = project(initial + all steps of sequence s), in scan order
-/// (options.reverse combines from the last step). `result` holds one value per sequence.
-template <class Policy = use_default_policy, class Op, class In>
-void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>* result,
-                 const options<output_t<Op>>& opts = {}) {
-  static_assert(check_operator<Op>());
+namespace detail {
+
+/// The composed state of every sequence (from its start state, in scan order) passed to
+/// write(s, state). Projected: only project(state) is used, so sequential loops may use step().
+template <class Policy, bool Projected, class Op, class In, class Write>
+void reduce_sequences(const host& exec, const Op& op, const In& inputs, const options<output_t<Op>>& opts,
+                      Write&& write) {
   using policy = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
                                     default_policy_t<Op, arch::host>, Policy>;
+  constexpr carry_use use = Projected ? carry_use::projected : carry_use::exact;
   const auto& in = as_pack(inputs);
   const auto& shape = in.head;
   const index_t count = shape.count();
-  detail::check_reduce_arguments(in, detail::span_of(opts.initial, count), detail::span_of(result, count), count);
-  detail::check_reduce_options<Op>(opts);
-
-  const unsigned workers = detail::host_threads(exec);
+  const unsigned workers = host_threads(exec);
   if (count >= index_t(workers) || workers == 1) {
-    detail::parallel_sequences(workers, count, [&](index_t s) {
+    parallel_sequences(workers, count, [&](index_t s) {
       const index_t n = shape.length_of(s);
-      result[s] = project(op, detail::fold<detail::carry_use::projected>(op, in, s, n, 0, n, opts.reverse,
-                                                                          start_state(op, opts.initial, s)));
+      write(s, fold<use>(op, in, s, n, 0, n, opts.reverse, start_state(op, opts.initial, s)));
     });
     return;
   }
   for (index_t s = 0; s < count; ++s) {
     const index_t n = shape.length_of(s);
     const auto start = start_state(op, opts.initial, s);
-    result[s] = project(op, n < policy::split_length
-                                ? detail::fold<detail::carry_use::projected>(op, in, s, n, 0, n, opts.reverse, start)
-                                : detail::fold_split(op, in, s, n, opts.reverse, start, workers));
+    write(s, n < policy::split_length ? fold<use>(op, in, s, n, 0, n, opts.reverse, start)
+                                      : fold_split(op, in, s, n, opts.reverse, start, workers));
   }
+}
+
+}  // namespace detail
+
+/// Total of every sequence: result[s] = project(initial + all steps of sequence s), in scan order
+/// (options.reverse combines from the last step). `result` holds one value per sequence.
+template <class Policy = use_default_policy, class Op, class In>
+void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>* result,
+                 const options<output_t<Op>>& opts = {}) {
+  static_assert(check_operator<Op>());
+  const index_t count = as_pack(inputs).head.count();
+  detail::check_reduce_arguments(as_pack(inputs), detail::span_of(opts.initial, count), detail::span_of(result, count),
+                                 count);
+  detail::check_reduce_options<Op>(opts);
+  detail::reduce_sequences<Policy, true>(exec, op, inputs, opts,
+                                         [&](index_t s, const state_t<Op>& total) { result[s] = project(op, total); });
+}
+
+/// The whole composed state of every sequence, not project() of it: result[s] = initial + all steps of
+/// sequence s, in scan order, as a state_t<Op> (the linear recurrence's (gate product, x), a matrix
+/// chain's product). What combines further: chunks of one long sequence reduced apart (or on different
+/// devices) compose with the operator, op(result of the earlier chunk, result of the later one).
+template <class Policy = use_default_policy, class Op, class In>
+void reduce_states(const host& exec, const Op& op, const In& inputs, state_t<Op>* result,
+                   const options<output_t<Op>>& opts = {}) {
+  static_assert(check_operator<Op>());
+  const index_t count = as_pack(inputs).head.count();
+  detail::check_reduce_arguments(as_pack(inputs), detail::span_of(opts.initial, count), detail::span_of(result, count),
+                                 count);
+  detail::check_reduce_options<Op>(opts);
+  detail::reduce_sequences<Policy, false>(exec, op, inputs, opts,
+                                          [&](index_t s, const state_t<Op>& total) { result[s] = total; });
 }
 
 }  // namespace parascan

@@ -134,3 +134,58 @@ TEST_CASE("linear_recurrence: in place over the tokens") {
   for (index_t t = 0; t < T; ++t) err.add(b.host[t], x = a.host[t] * x + tokens[t]);
   CHECK(err.relative() <= 8 * ptest::eps_of<float>());
 }
+
+TEST_CASE("linear_recurrence: reduce_states gives the whole state, and chunks' states compose") {
+  // (gate product, x) of every sequence against fp64, from x0 or 0, forward and reverse; then one
+  // sequence reduced in two chunks whose states, composed with the operator, give the whole one's.
+  using op_t = parascan::ops::linear_recurrence<float>;
+  using S = parascan::ops::linear_state<float>;
+  const op_t op;
+  for (const index_t T : {index_t(0), index_t(1), index_t(33), index_t(4097), index_t(100003)})
+    for (const bool reverse : {false, true})
+      for (const bool with_initial : {false, true}) {
+        const index_t count = T > 10000 ? 2 : 37;
+        INFO("T=" << T << " reverse=" << reverse << " initial=" << with_initial);
+        ptest::buffer<float> a(count * T), b(count * T), init(count);
+        ptest::buffer<S> states(count);
+        ptest::fill(a, [] { return float(ptest::uniform(0.9995, 1.0)); });  // products stay normal floats
+        ptest::fill(b, [] { return float(ptest::normal()); });
+        ptest::fill(init, [] { return float(ptest::normal()); });
+        parascan::options<float> opts;
+        opts.reverse = reverse;
+        opts.initial = with_initial ? init.data() : nullptr;
+        const auto view = [&](float* p) { return parascan::bdt(p, 1, count, T); };
+        parascan::reduce_states(ptest::exec(), op, parascan::inputs(view(a.data()), view(b.data())), states.data(),
+                                opts);
+        states.download();
+        ptest::error_meter gates, values;
+        for (index_t s = 0; s < count; ++s) {
+          double product = 1, x = with_initial ? init.host[s] : 0.0;
+          for (index_t k = 0; k < T; ++k) {
+            const index_t t = reverse ? T - 1 - k : k;
+            product *= a.host[s * T + t];
+            x = a.host[s * T + t] * x + b.host[s * T + t];
+          }
+          gates.add(states.host[s].a, product);
+          values.add(states.host[s].b, x);
+        }
+        CHECK(gates.relative() <= 4 * std::sqrt(double(T) + 1) * ptest::eps_of<float>());
+        CHECK(values.relative() <= (64 + 8 * std::sqrt(double(T))) * ptest::eps_of<float>());
+
+        if (T < 2 || with_initial || reverse) continue;
+        const index_t half = T / 3;  // chunks [0, half) and [half, T) of sequence 0
+        ptest::buffer<S> parts(2);
+        const auto chunk = [&](float* p, index_t t0, index_t n) { return parascan::single(p + t0, n); };
+        parascan::reduce_states(ptest::exec(), op, parascan::inputs(chunk(a.data(), 0, half), chunk(b.data(), 0, half)),
+                                parts.data());
+        parascan::reduce_states(ptest::exec(), op,
+                                parascan::inputs(chunk(a.data(), half, T - half), chunk(b.data(), half, T - half)),
+                                parts.data() + 1);
+        parts.download();
+        const S joined = op(parts.host[0], parts.host[1]);
+        ptest::error_meter err;
+        err.add(joined.a, states.host[0].a);
+        err.add(joined.b, states.host[0].b);
+        CHECK(err.relative() <= (64 + 8 * std::sqrt(double(T))) * ptest::eps_of<float>());
+      }
+}

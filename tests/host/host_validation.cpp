@@ -107,6 +107,8 @@ TEST_CASE_FIXTURE(fixture, "null data pointers") {
       },
       {"inputs[1].data"}, guard);
   check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::single(x.data(), 8), nullptr); }, {"result"}, guard);
+  check_rejected([&] { parascan::reduce_states(exec, sum{}, parascan::single(x.data(), 8), nullptr); }, {"result"},
+                 guard);
   // An empty view needs no pointer.
   parascan::prefix_scan(exec, sum{}, parascan::single<float>(nullptr, 0), parascan::single<float>(nullptr, 0));
 }
@@ -242,12 +244,16 @@ TEST_CASE_FIXTURE(fixture, "final states and reduce results overlapping inputs o
                  {"options.final", "output"}, guard);
   check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::bdt(x.data(), 2, 4, 8), x.data() + 60); },
                  {"result", "inputs[0]"}, guard);
+  check_rejected([&] { parascan::reduce_states(exec, sum{}, parascan::bdt(x.data(), 2, 4, 8), x.data() + 60); },
+                 {"result", "inputs[0]"}, guard);
 }
 
 TEST_CASE_FIXTURE(fixture, "options reduce_scan has no use for, and initial states an operator cannot take") {
   parascan::options<float> opts;
   opts.exclusive = true;
   check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::single(x.data(), 8), fin.data(), opts); },
+                 {"options.exclusive"}, guard);
+  check_rejected([&] { parascan::reduce_states(exec, sum{}, parascan::single(x.data(), 8), fin.data(), opts); },
                  {"options.exclusive"}, guard);
   opts = {};
   opts.final = fin.data() + 1;

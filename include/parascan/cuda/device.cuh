@@ -39,7 +39,8 @@ struct segment_args {
   Pack in;
   sequences<Out> out;
   const output_t<Op>* initial;
-  output_t<Op>* final;
+  output_t<Op>* final;         // project() of each sequence's total, or null
+  state_t<Op>* final_states;   // each sequence's whole total state, or null
   state_t<Op>* partials;
   index_t count;    // sequences
   index_t splits;   // segments per sequence
@@ -100,14 +101,17 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
 
   if (!active || group.rank() != 0) return;
   if (PASS == pass::fold) a.partials[s * a.splits + j] = carry;
-  if ((PASS == pass::scan || PASS == pass::reduce) && a.final != nullptr) a.final[s] = project(a.op, carry);
+  if (PASS == pass::scan || PASS == pass::reduce) {
+    if (a.final != nullptr) a.final[s] = project(a.op, carry);
+    if (a.final_states != nullptr) a.final_states[s] = carry;
+  }
 }
 
 /// Between fold and rescan: per sequence, turns segment totals into the carries before each segment
 /// (starting from the initial state) and writes the final state. One thread per sequence.
 template <class Op>
 __global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_t splits,
-                             const output_t<Op>* initial, output_t<Op>* final) {
+                             const output_t<Op>* initial, output_t<Op>* final, state_t<Op>* final_states) {
   const index_t s = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= count) return;
   state_t<Op> carry = start_state(op, initial, s);
@@ -117,6 +121,7 @@ __global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_
     carry = op(carry, total);
   }
   if (final != nullptr) final[s] = project(op, carry);
+  if (final_states != nullptr) final_states[s] = carry;
 }
 
 /// A per-device value computed once (device attributes, kernel occupancy): dispatch runs on every call,
@@ -194,7 +199,7 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
   a.segment = plan.segment;
   launch_segments<Group, items, stages, min_blocks, pass::fold>(a, stream);
   carry_kernel<<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a.op, a.partials, a.count, a.splits, a.initial,
-                                                                    a.final);
+                                                                    a.final, a.final_states);
   detail::check_launch("parascan carry_kernel");
   if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, stream);
 }
