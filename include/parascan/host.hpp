@@ -104,11 +104,11 @@ state_t<Op> scan_loop(const Op& op, const Pack& in, const sequences<Out>& out, i
     const index_t t = Reverse ? n - 1 - p : p;
     const state_t<Op> x = lift_at(op, seq, t);  // read before the write: in-place aliasing is allowed
     if constexpr (Exclusive) {
-      y[t] = static_cast<Out>(project(op, carry));
+      y[t] = static_cast<Out>(emit_at(op, carry, seq, t));
       carry = advance<Use>(op, carry, x);
     } else {
       carry = advance<Use>(op, carry, x);
-      y[t] = static_cast<Out>(project(op, carry));
+      y[t] = static_cast<Out>(emit_at(op, carry, seq, t));
     }
   }
   return carry;

@@ -103,6 +103,30 @@ PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const cursor_pack<
   return lift_at(op, c.tail, t, read..., c.head[t]);
 }
 
+/// Whether the operator has an epilogue emit(state, x...) for the elements of a pack's inputs.
+template <class Op, class Pack>
+struct emits_for;
+template <class Op, class... T>
+struct emits_for<Op, input_pack<T...>> : std::bool_constant<emits<Op, T...>> {};
+template <class Op, class... T>
+struct emits_for<Op, cursor_pack<T...>> : std::bool_constant<emits<Op, T...>> {};
+
+/// What is written at element t of the bound sequences, from the scan state `s` there: emit(op, s,
+/// elements at t...) (which reads the inputs again only when the operator has an emit()).
+template <class Op, class... Read>
+PARASCAN_HD PARASCAN_INLINE auto emit_at(const Op& op, const state_t<Op>& s, const cursor_pack<>&, index_t,
+                                         const Read&... read) {
+  return emit(op, s, read...);
+}
+template <class Op, class H, class... R, class... Read>
+PARASCAN_HD PARASCAN_INLINE auto emit_at(const Op& op, const state_t<Op>& s, const cursor_pack<H, R...>& c, index_t t,
+                                         const Read&... read) {
+  if constexpr (emits_for<Op, cursor_pack<H, R...>>::value || sizeof...(Read) > 0)
+    return emit_at(op, s, c.tail, t, read..., c.head[t]);
+  else
+    return project(op, s);
+}
+
 /// The state lifted from element t of sequence s of every input.
 template <class Op, class... Read>
 PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const input_pack<>&, index_t, index_t,

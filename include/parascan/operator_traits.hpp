@@ -8,10 +8,17 @@
 //     PARASCAN_HD Y project(value_type s) const;            // optional: what is written per step
 //     PARASCAN_HD value_type seed(Y y) const;               // optional: a state that acts like output y
 //     PARASCAN_HD value_type step(value_type carry, value_type x) const;  // optional: sequential fast path
+//     PARASCAN_HD Z emit(value_type s, X0 x0, X1 x1, ...) const;  // optional: what is written, from the
+//                                                                  // state and the step's own inputs
 //   };
 //
 // Defaults: a single input element converts to the state; project and seed are the identity map; step is
-// operator().
+// operator(); emit is project(s).
+//
+// emit(s, x0, x1, ...) is the epilogue of a step: what prefix_scan writes at step t, computed from the scan
+// state there (after step t, or before it when exclusive) and the elements of every input at t (the
+// values lift took). A fused backward pass writes dL/db[t] = dL/dx[t] + (the reverse scan's state), a
+// state-space model y[t] = C[t] h[t]. project() still gives the final states and reduce_scan's results.
 //
 // step(carry, x) is for loops that walk a sequence one element at a time and only ever project their
 // carry or step it further (never combine it with another state): it must give the same project() as
@@ -65,6 +72,12 @@ struct has_seed : std::false_type {};
 template <class Op, class Y>
 struct has_seed<Op, Y, std::void_t<decltype(std::declval<const Op&>().seed(std::declval<const Y&>()))>>
     : std::true_type {};
+
+template <class Void, class Op, class S, class... X>
+struct has_emit_impl : std::false_type {};
+template <class Op, class S, class... X>
+struct has_emit_impl<std::void_t<decltype(std::declval<const Op&>().emit(std::declval<const S&>(), std::declval<X>()...))>,
+                     Op, S, X...> : std::true_type {};
 
 template <class Op, class S, class = void>
 struct has_step : std::false_type {};
@@ -142,7 +155,23 @@ PARASCAN_HD PARASCAN_INLINE state_t<Op> step(const Op& op, const state_t<Op>& ca
   }
 }
 
-/// The type written per step (and taken as an initial state, given as a final state).
+/// Whether the operator has an epilogue emit(state, x...) for inputs with elements X...
+template <class Op, class... X>
+constexpr bool emits = detail::has_emit_impl<void, Op, state_t<Op>, const X&...>::value;
+
+/// What is written at a step from its scan state `s` and its input elements x...: op.emit(s, x...) when
+/// the operator has it, else project(s).
+template <class Op, class... X>
+PARASCAN_HD PARASCAN_INLINE auto emit(const Op& op, const state_t<Op>& s, const X&... x) {
+  if constexpr (emits<Op, X...>) {
+    return op.emit(s, x...);
+  } else {
+    return project(op, s);
+  }
+}
+
+/// The type project() gives: final states, reduce_scan's results, initial states (and what is written
+/// per step, for operators without emit).
 template <class Op>
 using output_t = std::decay_t<decltype(project(std::declval<const Op&>(), std::declval<const state_t<Op>&>()))>;
 

@@ -91,6 +91,21 @@ void check_linear_recurrence(double out_ulps, double acc_ulps) {
   });
 }
 
+/// x[t] = a[t] x[t-1] + b[t], written as y[t] = c[t] x[t] through emit() (an SSM's readout): the
+/// epilogue sees the step's three input elements; final states stay project() = x.
+struct readout {
+  using value_type = parascan::ops::linear_state<float>;
+  parascan::ops::linear_recurrence<float> rec;
+  PARASCAN_HD value_type identity() const { return rec.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return rec(earlier, later);
+  }
+  PARASCAN_HD value_type lift(float a, float b, float) const { return {a, b}; }
+  PARASCAN_HD float project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(float x0) const { return {1.0f, x0}; }
+  PARASCAN_HD float emit(const value_type& s, float, float, float c) const { return c * s.b; }
+};
+
 }  // namespace
 
 TEST_CASE("linear_recurrence: fp32 and fp64") {
@@ -188,4 +203,44 @@ TEST_CASE("linear_recurrence: reduce_states gives the whole state, and chunks' s
         err.add(joined.b, states.host[0].b);
         CHECK(err.relative() <= (64 + 8 * std::sqrt(double(T))) * ptest::eps_of<float>());
       }
+}
+
+TEST_CASE("emit: what a step writes from its state and its own inputs (y = c x), every layout and option") {
+  static_assert(parascan::emits<readout, float, float, float> && !parascan::emits<readout, float, float>);
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<float> a(sh.elements()), b(sh.elements()), c(sh.elements()), y(sh.elements());
+    ptest::buffer<float> init(sh.count()), fin(sh.count());
+    ptest::fast_random g;
+    ptest::fill(a, [&] { return float(random_gate<float>(g).real()); });
+    ptest::fill(b, [&] { return float(g.normal()); });
+    ptest::fill(c, [&] { return float(g.normal()); });
+    ptest::fill(init, [&] { return float(g.normal()); });
+    ptest::fill(y, [] { return ptest::poison<float>(); });
+    ptest::fill(fin, [] { return ptest::poison<float>(); });
+    const auto view = [&](ptest::buffer<float>& buf) { return sh.view(buf.data(), offs.get(sh)); };
+    parascan::prefix_scan(ptest::exec(), readout{}, parascan::inputs(view(a), view(b), view(c)), view(y),
+                          ptest::options_for<float>(f, init.data(), fin.data()));
+    y.download();
+    fin.download();
+
+    recurrence_error err;
+    const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto av = sh.view(a.host.data(), host_offsets), bv = sh.view(b.host.data(), host_offsets);
+    const auto cv = sh.view(c.host.data(), host_offsets), yv = sh.view(y.host.data(), host_offsets);
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const double x0 = f.with_initial ? init.host[s] : 0.0;
+      const auto total = ptest::reference_scan(
+          av.length_of(s), f.exclusive, f.reverse, std::pair<double, double>{x0, std::abs(x0)},
+          [&](const std::pair<double, double>& x, index_t t) {
+            return std::pair<double, double>{av.at(s, t) * x.first + bv.at(s, t),
+                                             std::abs(av.at(s, t) * x.first) + std::abs(bv.at(s, t))};
+          },
+          [&](index_t t, const std::pair<double, double>& x) {
+            err.add(yv.at(s, t), cv.at(s, t) * x.first, std::abs(cv.at(s, t)) * x.second);
+          });
+      if (f.with_final) err.add(fin.host[s], total.first, total.second);
+    }
+    CHECK(err.relative() <= 8 * ptest::eps_of<float>());
+  });
 }

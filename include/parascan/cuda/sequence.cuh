@@ -42,6 +42,7 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
   for (index_t base = origin; base < loop_end; base += tile) {
     const index_t first = base + offset;
     S items[ITEMS];
+    typename raw_items<ITEMS, Op, Cursors>::type raw;  // the staged elements, for emit() (else empty)
     if (staging != nullptr) {
       // The stage refilled now was read in the previous iteration: every lane must be past that read.
       __syncwarp();
@@ -51,25 +52,40 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
       __pipeline_commit();
       __pipeline_wait_prior(STAGES - 1);  // this thread's copies of the current tile have landed
       __syncwarp();                       // and so have the other lanes'
-      lift_staged<ITEMS>(op, in, chunk(base), first, stage(current), items);
+      if constexpr (emits_for<Op, Cursors>::value)
+        lift_staged<ITEMS>(op, in, chunk(base), first, stage(current), items, raw);
+      else
+        lift_staged<ITEMS>(op, in, chunk(base), first, stage(current), items);
       current = current == STAGES - 1 ? 0 : current + 1;
     } else {
       load_states<ITEMS>(op, in, n, first, p1, reverse, items);
     }
     S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), carry, temp);
     if constexpr (WRITE) {
+      // What step i writes from its state: project(), or emit() with the step's elements (kept from the
+      // stage, or read again where the inputs were loaded directly; never at a padding position).
+      const auto value = [&](const S& state, int i) -> Out {
+        if constexpr (emits_for<Op, Cursors>::value) {
+          if (staging != nullptr) return static_cast<Out>(emit_item(op, state, raw, i));
+          const index_t p = first + i;
+          if (p < p0 || p >= p1) return Out{};
+          return static_cast<Out>(emit_at(op, state, in, time_index(p, n, reverse)));
+        } else {
+          return static_cast<Out>(project(op, state));
+        }
+      };
       Out values[ITEMS];
       if (exclusive) {  // uniform: two loops rather than a test per step
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-          values[i] = static_cast<Out>(project(op, running));
+          values[i] = value(running, i);
           running = op(running, items[i]);
         }
       } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
           running = op(running, items[i]);
-          values[i] = static_cast<Out>(project(op, running));
+          values[i] = value(running, i);
         }
       }
       if constexpr (Group::warp_contiguous) {

@@ -246,12 +246,35 @@ __device__ __forceinline__ state_t<Op> lift_item(const Op& op, const item_values
   return lift_item(op, v.tail, i, read..., v.head[i]);
 }
 
-/// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`;
-/// positions outside [w.begin, w.end) are the identity.
+template <class Op, int ITEMS, class... Read>
+__device__ __forceinline__ auto emit_item(const Op& op, const state_t<Op>& s, const item_values<ITEMS>&, int,
+                                          const Read&... read) {
+  return emit(op, s, read...);
+}
+/// What is written for item i from its scan state `s` and its raw input elements (emit()).
+template <class Op, int ITEMS, class H, class... R, class... Read>
+__device__ __forceinline__ auto emit_item(const Op& op, const state_t<Op>& s, const item_values<ITEMS, H, R...>& v,
+                                          int i, const Read&... read) {
+  return emit_item(op, s, v.tail, i, read..., v.head[i]);
+}
+
+/// The raw elements a thread keeps for ITEMS steps of the inputs of a cursor pack, for an operator
+/// with emit() (nothing for the others).
+template <int ITEMS, class Op, class Pack>
+struct raw_items {
+  using type = item_values<ITEMS>;
+};
+template <int ITEMS, class Op, class... T>
+struct raw_items<ITEMS, Op, cursor_pack<T...>> {
+  using type = std::conditional_t<emits<Op, T...>, item_values<ITEMS, T...>, item_values<ITEMS>>;
+};
+
+/// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`, keeping
+/// their raw elements in `v` (for emit()); positions outside [w.begin, w.end) are the identity.
 template <int ITEMS, class Op, class... T>
 __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>&, const warp_chunk<ITEMS>& w,
-                                            index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS]) {
-  item_values<ITEMS, T...> v;
+                                            index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS],
+                                            item_values<ITEMS, T...>& v) {
   unstage_inputs<ITEMS>(w, stage, v);
   if (w.full()) {  // warp-uniform: no test per step
 #pragma unroll
@@ -260,6 +283,13 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) items[i] = w.valid(first + i) ? lift_item(op, v, i) : op.identity();
   }
+}
+/// The same without keeping the raw elements (operators without emit()).
+template <int ITEMS, class Op, class... T>
+__device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>& in, const warp_chunk<ITEMS>& w,
+                                            index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS]) {
+  item_values<ITEMS, T...> v;
+  lift_staged<ITEMS>(op, in, w, first, stage, items, v);
 }
 
 /// Writes the thread's outputs for steps [first, first + ITEMS) of its warp's chunk `w`. A full, aligned
