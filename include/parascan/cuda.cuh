@@ -37,7 +37,7 @@ namespace detail {
 template <class... T>
 constexpr int narrowest_input(const input_pack<T...>*) {
   int bytes = 16;
-  ((bytes = int(sizeof(T)) < bytes ? int(sizeof(T)) : bytes), ...);
+  ((bytes = int(sizeof(input_element_t<T>)) < bytes ? int(sizeof(input_element_t<T>)) : bytes), ...);
   return bytes;
 }
 
@@ -62,8 +62,11 @@ std::pair<Pack, Pack> stage_inputs(const Pack& in, staged_offsets& staged) {
   Pack on_host = transform_views(in, [&](const auto& v, int k) { return staged.stage(v, input_name(k)).first; });
   Pack on_device = transform_views(in, [&](const auto& v, int k) { return staged.stage(v, input_name(k)).second; });
   int k = 0;
-  for_each_view(on_host, [&](const auto& v) {
+  for_each_view(on_host, [&](const auto& input) {
+    const auto& v = underlying(input);
     if (v.count() > 0 && time_extent(v) > 0) require_device_pointer(v.data, input_name(k) + ".data");
+    if constexpr (!std::is_same<std::decay_t<decltype(input)>, std::decay_t<decltype(v)>>::value)
+      if (v.count() > 0) require_device_pointer(input.boundaries, input_name(k) + ".boundaries");
     ++k;
   });
   return {on_host, on_device};
@@ -130,7 +133,7 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
 
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_t<Op>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
-  engine::run<policy, false>(args, shape_of(in_host.head), alloc, exec.stream);
+  engine::run<policy, false>(args, shape_of(underlying(in_host.head)), alloc, exec.stream);
 }
 
 }  // namespace detail

@@ -1,13 +1,55 @@
 // Several input sequence batches read in step: element t of sequence s of each one goes to the
-// operator's lift(x0, x1, ...). A small tuple of views that works in device code.
+// operator's lift(x0, x1, ...). A small tuple of views that works in device code. A pack's type lists
+// each input's tag: its element type, or shifted_tag<T> for a shifted input (shifted.hpp).
 #pragma once
 
 #include <type_traits>
 
 #include "layout.hpp"
 #include "operator_traits.hpp"
+#include "shifted.hpp"
 
 namespace parascan {
+
+/// Element tag of a shifted input in a pack (shifted.hpp); a plain input's tag is its element type.
+template <class T>
+struct shifted_tag {};
+
+namespace detail {
+template <class Tag>
+struct input_traits {
+  using view = sequences<const Tag>;
+  using cursor = parascan::cursor<const Tag>;
+  using element = Tag;
+};
+template <class T>
+struct input_traits<shifted_tag<T>> {
+  using view = shifted_sequences<T>;
+  using cursor = shifted_cursor<T>;
+  using element = T;
+};
+/// The tag a view takes in a pack, and the view as the pack holds it.
+template <class V>
+struct tag_of;
+template <class T>
+struct tag_of<sequences<T>> {
+  using type = std::remove_const_t<T>;
+  static sequences<const type> convert(const sequences<T>& v) { return v; }
+};
+template <class T>
+struct tag_of<shifted_sequences<T>> {
+  using type = shifted_tag<T>;
+  static const shifted_sequences<T>& convert(const shifted_sequences<T>& v) { return v; }
+};
+}  // namespace detail
+
+/// What an input of tag H is in a pack (its view), once bound to a sequence (its cursor), and its element.
+template <class H>
+using input_view_t = typename detail::input_traits<H>::view;
+template <class H>
+using input_cursor_t = typename detail::input_traits<H>::cursor;
+template <class H>
+using input_element_t = typename detail::input_traits<H>::element;
 
 template <class... T>
 struct input_pack;
@@ -20,43 +62,39 @@ struct input_pack<> {
 template <class H, class... R>
 struct input_pack<H, R...> {
   static constexpr int size = 1 + sizeof...(R);
-  sequences<const H> head;
+  input_view_t<H> head;
   input_pack<R...> tail;
 };
 
 namespace detail {
-template <class H, class... R>
-input_pack<H, R...> make_pack_impl(const sequences<const H>& h, const sequences<const R>&... r) {
-  if constexpr (sizeof...(R) == 0) {
-    return {h, {}};
-  } else {
-    return {h, make_pack_impl<R...>(r...)};
-  }
+inline input_pack<> make_pack() { return {}; }
+template <class V, class... R>
+input_pack<typename tag_of<V>::type, typename tag_of<R>::type...> make_pack(const V& v, const R&... r) {
+  return {tag_of<V>::convert(v), make_pack(r...)};
 }
 }  // namespace detail
 
-template <class... T>
-input_pack<T...> make_pack(const sequences<const T>&... views) {
-  return detail::make_pack_impl<T...>(views...);
-}
-
-/// Groups input views: `parascan::inputs(gates, tokens)`.
-template <class... T>
-input_pack<std::remove_const_t<T>...> inputs(const sequences<T>&... views) {
-  return make_pack<std::remove_const_t<T>...>(sequences<const std::remove_const_t<T>>(views)...);
+/// Groups input views: `parascan::inputs(gates, tokens)`; a view may be shifted (shifted.hpp).
+template <class... V>
+auto inputs(const V&... views) {
+  return detail::make_pack(views...);
 }
 
 /// A single view as a one-element pack; a pack as itself.
 template <class T>
 input_pack<std::remove_const_t<T>> as_pack(const sequences<T>& v) {
-  return {sequences<const std::remove_const_t<T>>(v), {}};
+  return detail::make_pack(v);
+}
+template <class T>
+input_pack<shifted_tag<T>> as_pack(const shifted_sequences<T>& v) {
+  return detail::make_pack(v);
 }
 template <class... T>
 const input_pack<T...>& as_pack(const input_pack<T...>& p) {
   return p;
 }
 
-/// The pack of f(view, k) for each view k of the pack (f returns a view of the same element type).
+/// The pack of f(view, k) for each view k of the pack (f returns a view of the same type).
 template <class F>
 input_pack<> transform_views(const input_pack<>&, F&&, int = 0) {
   return {};
@@ -82,7 +120,7 @@ template <>
 struct cursor_pack<> {};
 template <class H, class... R>
 struct cursor_pack<H, R...> {
-  cursor<const H> head;
+  input_cursor_t<H> head;
   cursor_pack<R...> tail;
 };
 
@@ -107,9 +145,9 @@ PARASCAN_HD PARASCAN_INLINE state_t<Op> lift_at(const Op& op, const cursor_pack<
 template <class Op, class Pack>
 struct emits_for;
 template <class Op, class... T>
-struct emits_for<Op, input_pack<T...>> : std::bool_constant<emits<Op, T...>> {};
+struct emits_for<Op, input_pack<T...>> : std::bool_constant<emits<Op, input_element_t<T>...>> {};
 template <class Op, class... T>
-struct emits_for<Op, cursor_pack<T...>> : std::bool_constant<emits<Op, T...>> {};
+struct emits_for<Op, cursor_pack<T...>> : std::bool_constant<emits<Op, input_element_t<T>...>> {};
 
 /// What is written at element t of the bound sequences, from the scan state `s` there: emit(op, s,
 /// elements at t...) (which reads the inputs again only when the operator has an emit()).

@@ -163,6 +163,18 @@ void check_alias(const sequences<T>& in, const sequences<U>& out, const std::str
   if (!apart) fail("output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
+/// A shifted input reads, at step t, what step t + lag writes: it may not alias the output at all, and
+/// neither may its per-sequence boundary values.
+template <class T, class U>
+void check_alias(const shifted_sequences<T>& in, const sequences<U>& out, const std::string& name) {
+  const bool apart = !span_of(in.view).overlaps(span_of(out)) ||
+                     (!in.view.packed() && !out.packed() &&
+                      shares_bytes(address_set_of(in.view), address_set_of(out)) == overlap::no);
+  if (!apart) fail("output", "no overlap with " + name + " (a shifted input; not even in place)");
+  if (span_of(in.boundaries, out.count()).overlaps(span_of(out)))
+    fail("output", "no overlap with " + name + ".boundaries");
+}
+
 /// Initial states are read before anything is written, sequence by sequence: they may be the very array
 /// the final states go to (streaming: continue where the last call stopped), but may not overlap it
 /// otherwise, nor overlap the output (steps written before a later sequence reads its initial state).
@@ -181,11 +193,12 @@ void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out
   check_view(out, "output");
   check_no_self_overlap(out, "output");
   int k = 0;
-  for_each_view(in, [&](const auto& v) {
+  for_each_view(in, [&](const auto& input) {
     const std::string name = input_name(k++);
+    const auto& v = underlying(input);
     check_view(v, name);
     check_same_shape(v, out, name);
-    check_alias(v, out, name);
+    check_alias(input, out, name);
     if (span_of(v).overlaps(extra_out)) fail(extra_name, "no overlap with " + name);
   });
   if (span_of(out).overlaps(extra_out)) fail(extra_name, "no overlap with the output");
@@ -196,10 +209,11 @@ template <class... In>
 void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte_span result, index_t count) {
   check_initial(initial, result, {}, "result");
   int k = 0;
-  for_each_view(in, [&](const auto& v) {
+  for_each_view(in, [&](const auto& input) {
     const std::string name = input_name(k++);
+    const auto& v = underlying(input);
     check_view(v, name);
-    check_same_shape(v, in.head, name);
+    check_same_shape(v, underlying(in.head), name);
     if (span_of(v).overlaps(result)) fail("result", "no overlap with " + name);
   });
   if (result.lo == 0 && count != 0) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");

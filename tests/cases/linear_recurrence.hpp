@@ -244,3 +244,59 @@ TEST_CASE("emit: what a step writes from its state and its own inputs (y = c x),
     CHECK(err.relative() <= 8 * ptest::eps_of<float>());
   });
 }
+
+TEST_CASE("shifted inputs: gates read one step ahead or behind, boundary values scalar or per sequence") {
+  // x[t] = a[t + lag] x[t-1] + b[t], a[t + lag] = the boundary where t + lag is outside the sequence:
+  // lag +1 with one boundary for all (the backward pass's a[t + 1], 0 past the end), lag -1 with one per
+  // sequence (x[t - 1] with each sequence's x0), lag 2 (two steps at the end take the boundary).
+  for (const index_t lag : {index_t(1), index_t(-1), index_t(2)})
+    ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+      INFO("lag " << lag);
+      ptest::backend_offsets offs(sh);
+      ptest::buffer<float> a(sh.elements()), b(sh.elements()), y(sh.elements());
+      ptest::buffer<float> init(sh.count()), fin(sh.count()), edge(sh.count());
+      ptest::fast_random g;
+      ptest::fill(a, [&] { return float(random_gate<float>(g).real()); });
+      ptest::fill(b, [&] { return float(g.normal()); });
+      ptest::fill(init, [&] { return float(g.normal()); });
+      ptest::fill(edge, [&] { return float(g.uniform(-0.9, 0.9)); });
+      ptest::fill(y, [] { return ptest::poison<float>(); });
+      ptest::fill(fin, [] { return ptest::poison<float>(); });
+      const auto gates = sh.view(a.data(), offs.get(sh));
+      const float scalar_edge = 0.5f;
+      const auto opts = ptest::options_for<float>(f, init.data(), fin.data());
+      const auto tokens = sh.view(b.data(), offs.get(sh)), out = sh.view(y.data(), offs.get(sh));
+      const parascan::ops::linear_recurrence<float> op;
+      if (lag == -1)
+        parascan::prefix_scan(ptest::exec(), op, parascan::inputs(parascan::shifted(gates, lag, edge.data()), tokens),
+                              out, opts);
+      else
+        parascan::prefix_scan(ptest::exec(), op, parascan::inputs(parascan::shifted(gates, lag, scalar_edge), tokens),
+                              out, opts);
+      y.download();
+      fin.download();
+
+      recurrence_error err;
+      const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+      const auto av = sh.view(a.host.data(), host_offsets), bv = sh.view(b.host.data(), host_offsets);
+      const auto yv = sh.view(y.host.data(), host_offsets);
+      for (index_t s = 0; s < sh.count(); ++s) {
+        const index_t n = av.length_of(s);
+        const auto gate = [&](index_t t) -> double {
+          const index_t u = t + lag;
+          if (u >= 0 && u < n) return av.at(s, u);
+          return lag == -1 ? double(edge.host[s]) : double(scalar_edge);
+        };
+        const double x0 = f.with_initial ? init.host[s] : 0.0;
+        const auto total = ptest::reference_scan(
+            n, f.exclusive, f.reverse, std::pair<double, double>{x0, std::abs(x0)},
+            [&](const std::pair<double, double>& x, index_t t) {
+              return std::pair<double, double>{gate(t) * x.first + bv.at(s, t),
+                                               std::abs(gate(t) * x.first) + std::abs(bv.at(s, t))};
+            },
+            [&](index_t t, const std::pair<double, double>& x) { err.add(yv.at(s, t), x.first, x.second); });
+        if (f.with_final) err.add(fin.host[s], total.first, total.second);
+      }
+      CHECK(err.relative() <= 8 * ptest::eps_of<float>());
+    });
+}

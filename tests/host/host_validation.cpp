@@ -207,6 +207,19 @@ TEST_CASE_FIXTURE(fixture, "outputs that partially alias an input") {
       {"output", "inputs[1]"}, guard);
 }
 
+TEST_CASE_FIXTURE(fixture, "a shifted input may not alias the output, not even in place") {
+  const auto v = parascan::single(x.data(), 8);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::shifted(v, 1), v); }, {"output", "inputs[0]"},
+                 guard);
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(x.data() + 4, 8), -1), v); },
+                 {"output", "inputs[0]"}, guard);
+  // Per-sequence boundary values inside the output.
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(y.data(), 8), 1, x.data() + 2), v); },
+                 {"output", "boundaries"}, guard);
+  // Apart: accepted.
+  parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(y.data(), 8), 1), v);
+}
+
 TEST_CASE("outputs interleaved with an input, sharing no element, are accepted and computed") {
   // (B, T, 2D): the tokens in the even channels, the scan written into the odd ones, on 1 and 3 threads.
   const index_t B = 2, T = 777, D = 6;

@@ -10,6 +10,7 @@
 
 #include "../error.hpp"
 #include "../layout.hpp"
+#include "../shifted.hpp"
 #include "check.cuh"
 
 namespace parascan {
@@ -81,6 +82,16 @@ inline void require_device_pointer(const void* p, const std::string& name) {
 class staged_offsets {
  public:
   staged_offsets(temp_allocator& alloc, cudaStream_t stream) : alloc_(alloc), stream_(stream) {}
+
+  /// A shifted input's view with host offsets and with device offsets (its boundaries stay as given).
+  template <class T>
+  std::pair<shifted_sequences<T>, shifted_sequences<T>> stage(const shifted_sequences<T>& v, const std::string& name) {
+    const auto [on_host, on_device] = stage(v.view, name);
+    shifted_sequences<T> h = v, d = v;
+    h.view = on_host;
+    d.view = on_device;
+    return {h, d};
+  }
 
   /// The view with host offsets (for checks) and the one with device offsets (for kernels).
   template <class T>

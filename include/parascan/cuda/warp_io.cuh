@@ -159,6 +159,33 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
   }
 }
 
+/// A shifted input's chunk: as a plain one where every time of the chunk is in memory, else element by
+/// element, the boundary value written into the stage where a time is not.
+template <int ITEMS, class T>
+__device__ __forceinline__ void stage_chunk(const shifted_cursor<T>& c, const warp_chunk<ITEMS>& w,
+                                            unsigned char* stage) {
+  using L = chunk_layout<ITEMS, T>;
+  constexpr int N = warp_chunk<ITEMS>::elements;
+  const index_t lowest = w.lowest_time();
+  if (c.in_memory(lowest) && c.in_memory(lowest + N - 1)) {
+    stage_chunk<ITEMS>(cursor<const T>{c.base, c.stride}, w, stage);
+    return;
+  }
+  const int lane = int(threadIdx.x) % 32;
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int i = k * 32 + lane;
+    if (w.valid(w.first + i)) {
+      const int m = w.reverse ? N - 1 - i : i;
+      const index_t t = lowest + m;
+      if (c.in_memory(t))
+        copy_element(stage + L::offset(m), c.stride == 1 ? c.base + t : &c.base[t * c.stride]);
+      else
+        *reinterpret_cast<T*>(stage + L::offset(m)) = c.boundary;
+    }
+  }
+}
+
 /// Where the chunk grid of segment [p0, p1) starts (scan position <= p0): where the first input's chunks
 /// begin on boundaries of their own size in memory (512 bytes for 4-byte elements and 4 items), so that
 /// every full chunk moves in aligned 16-byte pieces and whole 128-byte lines whatever the sequence's
@@ -184,23 +211,29 @@ __device__ __forceinline__ index_t aligned_origin(const cursor<const T>& c, inde
   }
 }
 
+/// A shifted first input keeps p0 (its memory is one element off the other inputs' anyway).
+template <int ITEMS, class T>
+__device__ __forceinline__ index_t aligned_origin(const shifted_cursor<T>&, index_t, index_t p0, index_t, bool) {
+  return p0;
+}
+
 template <int ITEMS>
 __device__ __forceinline__ void stage_inputs(const cursor_pack<>&, const warp_chunk<ITEMS>&, unsigned char*) {}
 template <int ITEMS, class H, class... R>
 __device__ __forceinline__ void stage_inputs(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w,
                                              unsigned char* stage) {
   stage_chunk<ITEMS>(c.head, w, stage);
-  stage_inputs<ITEMS>(c.tail, w, stage + chunk_layout<ITEMS, H>::bytes);
+  stage_inputs<ITEMS>(c.tail, w, stage + chunk_layout<ITEMS, input_element_t<H>>::bytes);
 }
 
-/// Registers holding ITEMS raw elements of each input of a pack.
+/// Registers holding ITEMS raw elements of each input of a pack (H...: the pack's input tags).
 template <int ITEMS, class... T>
 struct item_values;
 template <int ITEMS>
 struct item_values<ITEMS> {};
 template <int ITEMS, class H, class... R>
 struct item_values<ITEMS, H, R...> {
-  H head[ITEMS];
+  input_element_t<H> head[ITEMS];
   item_values<ITEMS, R...> tail;
 };
 
@@ -233,7 +266,7 @@ template <int ITEMS, class H, class... R>
 __device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>& w, const unsigned char* stage,
                                                item_values<ITEMS, H, R...>& v) {
   unstage_chunk<ITEMS>(w, stage, v.head);
-  unstage_inputs<ITEMS>(w, stage + chunk_layout<ITEMS, H>::bytes, v.tail);
+  unstage_inputs<ITEMS>(w, stage + chunk_layout<ITEMS, input_element_t<H>>::bytes, v.tail);
 }
 
 template <class Op, int ITEMS, class... Read>
@@ -266,7 +299,7 @@ struct raw_items {
 };
 template <int ITEMS, class Op, class... T>
 struct raw_items<ITEMS, Op, cursor_pack<T...>> {
-  using type = std::conditional_t<emits<Op, T...>, item_values<ITEMS, T...>, item_values<ITEMS>>;
+  using type = std::conditional_t<emits<Op, input_element_t<T>...>, item_values<ITEMS, T...>, item_values<ITEMS>>;
 };
 
 /// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`, keeping

@@ -1,0 +1,78 @@
+// Shifted inputs: an input whose element at step t is x[t + lag] of its sequence, and a boundary value
+// where t + lag falls outside the sequence. A backward pass reads the gates one step ahead (a[t + 1], 0
+// past the end) and the forward states one step behind (x[t - 1], the initial state before the start)
+// without copying them. Time indices, not scan positions: lag +1 is the next time step in reverse scans
+// too.
+//
+//   parascan::inputs(parascan::shifted(gates, +1), grads)           // a[t + 1], 0 at t = n - 1
+//   parascan::shifted(states, -1, x0_per_sequence)                 // x[t - 1], x0[s] at t = 0
+//
+// A shifted input may not alias the output (not even exactly: step t reads what step t + lag writes).
+#pragma once
+
+#include <type_traits>
+
+#include "layout.hpp"
+
+namespace parascan {
+
+/// One sequence's elements read `lag` steps away: times [lo, hi) come from memory (`base` already points
+/// `lag` elements on), the others are `boundary`.
+template <class T>
+struct shifted_cursor {
+  const T* base;
+  index_t stride;
+  index_t lo, hi;
+  T boundary;
+  PARASCAN_HD bool in_memory(index_t t) const { return t >= lo && t < hi; }
+  PARASCAN_HD T operator[](index_t t) const { return in_memory(t) ? base[t * stride] : boundary; }
+};
+
+/// A view read `lag` steps away (see shifted()).
+template <class T>
+struct shifted_sequences {
+  using element_type = const T;
+  sequences<const T> view;
+  index_t lag = 0;
+  T boundary{};
+  const T* boundaries = nullptr;  // one per sequence, in the backend's memory; null: `boundary` for all
+
+  PARASCAN_HD index_t count() const { return view.count(); }
+  PARASCAN_HD index_t length_of(index_t s) const { return view.length_of(s); }
+  PARASCAN_HD shifted_cursor<T> cursor_of(index_t s) const {
+    const index_t n = view.length_of(s);
+    const index_t lo = lag >= 0 ? 0 : (-lag < n ? -lag : n);
+    const index_t hi = lag <= 0 ? n : (lag < n ? n - lag : 0);
+    return {view.begin_of(s) + lag * view.time_stride, view.time_stride, lo, hi,
+            boundaries != nullptr ? boundaries[s] : boundary};
+  }
+  PARASCAN_HD T at(index_t s, index_t t) const { return cursor_of(s)[t]; }
+};
+
+/// `view` read `lag` steps away: element t of sequence s is view[s][t + lag], `boundary` where t + lag is
+/// outside [0, n).
+template <class T>
+shifted_sequences<std::remove_const_t<T>> shifted(const sequences<T>& view, index_t lag,
+                                                  const std::remove_const_t<T>& boundary = {}) {
+  return {view, lag, boundary, nullptr};
+}
+
+/// The same with one boundary value per sequence (`boundaries[s]`, in the backend's memory: device memory
+/// for parascan::cuda), e.g. each sequence's initial state as x[-1].
+template <class T>
+shifted_sequences<std::remove_const_t<T>> shifted(const sequences<T>& view, index_t lag,
+                                                  const std::remove_const_t<T>* boundaries) {
+  return {view, lag, {}, boundaries};
+}
+
+/// The plain view under an input (for checks of shapes and addresses).
+template <class T>
+const sequences<T>& underlying(const sequences<T>& v) {
+  return v;
+}
+template <class T>
+const sequences<const T>& underlying(const shifted_sequences<T>& v) {
+  return v.view;
+}
+
+}  // namespace parascan
