@@ -5,7 +5,8 @@
 //   g[t] = dy[t] + a[t+1] g[t+1]        a reverse linear recurrence over the gates shifted by one,
 //   dL/db[t] = g[t],  dL/da[t] = g[t] x[t-1] (x[-1] = x0),  dL/dx0 = a[0] g[0].
 // The first scan writes g (= dL/db); the second runs the same recurrence and emits g[t] x[t-1] from a
-// third input, the states shifted back by one step. Checked against a plain loop; exits 1 on a mismatch.
+// third input, the states shifted back by one step. The library's linear_recurrence_backward does the
+// same; both are checked against a plain loop; exits 1 on a mismatch.
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/parascan.hpp>
 
@@ -58,6 +59,14 @@ int main() {
                         view(da), backward);
   const float dx0 = a[0] * db[0];
 
+  // The library's wrapper computes the same (ops::linear_recurrence_adjoint, with the initial state).
+  std::vector<float> lib_da(T), lib_db(T);
+  float lib_dx0 = 0;
+  parascan::backward_options<float> grad;
+  grad.initial = &x0;
+  grad.grad_initial = &lib_dx0;
+  parascan::linear_recurrence_backward(exec, view(a), view(x), view(dy), view(lib_da), view(lib_db), grad);
+
   // The same by a plain loop.
   double worst = 0, g = 0;
   for (std::int64_t t = T - 1; t >= 0; --t) {
@@ -65,7 +74,10 @@ int main() {
     const double x_prev = t > 0 ? x[t - 1] : x0;
     worst = std::fmax(worst, std::fabs(db[t] - g) / (1 + std::fabs(g)));
     worst = std::fmax(worst, std::fabs(da[t] - g * x_prev) / (1 + std::fabs(g * x_prev)));
+    worst = std::fmax(worst, std::fabs(lib_db[t] - g) / (1 + std::fabs(g)));
+    worst = std::fmax(worst, std::fabs(lib_da[t] - g * x_prev) / (1 + std::fabs(g * x_prev)));
   }
+  worst = std::fmax(worst, std::fabs(lib_dx0 - a[0] * g) / (1 + std::fabs(a[0] * g)));
   worst = std::fmax(worst, std::fabs(dx0 - a[0] * g) / (1 + std::fabs(a[0] * g)));
   std::printf("backward of a linear recurrence, T = %lld: dL/db[0] = %.6f, dL/da[0] = %.6f, dL/dx0 = %.6f\n",
               static_cast<long long>(T), db[0], da[0], dx0);

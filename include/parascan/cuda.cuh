@@ -31,6 +31,12 @@ struct cuda {
   temp_allocator* allocator = nullptr;
 };
 
+/// Memory the backend reads and writes, for wrappers that run several scans and check every pointer
+/// first (found by argument-dependent lookup from the execution policy): device memory.
+inline void require_backend_memory(const cuda&, const void* p, const std::string& name) {
+  detail::require_device_pointer(p, name);
+}
+
 namespace detail {
 
 /// The smallest element size among a pack's inputs.

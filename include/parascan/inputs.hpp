@@ -11,8 +11,9 @@
 
 namespace parascan {
 
-/// Element tag of a shifted input in a pack (shifted.hpp); a plain input's tag is its element type.
-template <class T>
+/// Element tag of a shifted input in a pack (shifted.hpp; B: its per-sequence boundaries' type); a plain
+/// input's tag is its element type.
+template <class T, class B = T>
 struct shifted_tag {};
 
 namespace detail {
@@ -22,9 +23,9 @@ struct input_traits {
   using cursor = parascan::cursor<const Tag>;
   using element = Tag;
 };
-template <class T>
-struct input_traits<shifted_tag<T>> {
-  using view = shifted_sequences<T>;
+template <class T, class B>
+struct input_traits<shifted_tag<T, B>> {
+  using view = shifted_sequences<T, B>;
   using cursor = shifted_cursor<T>;
   using element = T;
 };
@@ -36,10 +37,10 @@ struct tag_of<sequences<T>> {
   using type = std::remove_const_t<T>;
   static sequences<const type> convert(const sequences<T>& v) { return v; }
 };
-template <class T>
-struct tag_of<shifted_sequences<T>> {
-  using type = shifted_tag<T>;
-  static const shifted_sequences<T>& convert(const shifted_sequences<T>& v) { return v; }
+template <class T, class B>
+struct tag_of<shifted_sequences<T, B>> {
+  using type = shifted_tag<T, B>;
+  static const shifted_sequences<T, B>& convert(const shifted_sequences<T, B>& v) { return v; }
 };
 }  // namespace detail
 
@@ -85,8 +86,8 @@ template <class T>
 input_pack<std::remove_const_t<T>> as_pack(const sequences<T>& v) {
   return detail::make_pack(v);
 }
-template <class T>
-input_pack<shifted_tag<T>> as_pack(const shifted_sequences<T>& v) {
+template <class T, class B>
+input_pack<shifted_tag<T, B>> as_pack(const shifted_sequences<T, B>& v) {
   return detail::make_pack(v);
 }
 template <class... T>

@@ -23,4 +23,19 @@ struct options {
   Y* final = nullptr;
 };
 
+/// Options of a backward pass (the `*_backward` wrappers) for a forward scan whose states are of type Y.
+///
+/// - reverse: the forward scan ran in reverse.
+/// - initial: the forward's initial states (one per sequence), null for none (zero).
+/// - grad_final: dL/d(the forward's final state), one per sequence; null for none (zero).
+/// - grad_initial: where to write dL/d(initial state), one per sequence; null for none.
+/// Pointers are host memory for parascan::host and device memory for parascan::cuda.
+template <class Y>
+struct backward_options {
+  bool reverse = false;
+  const Y* initial = nullptr;
+  const Y* grad_final = nullptr;
+  Y* grad_initial = nullptr;
+};
+
 }  // namespace parascan

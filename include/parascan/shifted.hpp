@@ -28,14 +28,14 @@ struct shifted_cursor {
   PARASCAN_HD T operator[](index_t t) const { return in_memory(t) ? base[t * stride] : boundary; }
 };
 
-/// A view read `lag` steps away (see shifted()).
-template <class T>
+/// A view read `lag` steps away (see shifted()); per-sequence boundary values of type B convert to T.
+template <class T, class B = T>
 struct shifted_sequences {
   using element_type = const T;
   sequences<const T> view;
   index_t lag = 0;
   T boundary{};
-  const T* boundaries = nullptr;  // one per sequence, in the backend's memory; null: `boundary` for all
+  const B* boundaries = nullptr;  // one per sequence, in the backend's memory; null: `boundary` for all
 
   PARASCAN_HD index_t count() const { return view.count(); }
   PARASCAN_HD index_t length_of(index_t s) const { return view.length_of(s); }
@@ -44,7 +44,7 @@ struct shifted_sequences {
     const index_t lo = lag >= 0 ? 0 : (-lag < n ? -lag : n);
     const index_t hi = lag <= 0 ? n : (lag < n ? n - lag : 0);
     return {view.begin_of(s) + lag * view.time_stride, view.time_stride, lo, hi,
-            boundaries != nullptr ? boundaries[s] : boundary};
+            boundaries != nullptr ? static_cast<T>(boundaries[s]) : boundary};
   }
   PARASCAN_HD T at(index_t s, index_t t) const { return cursor_of(s)[t]; }
 };
@@ -58,10 +58,9 @@ shifted_sequences<std::remove_const_t<T>> shifted(const sequences<T>& view, inde
 }
 
 /// The same with one boundary value per sequence (`boundaries[s]`, in the backend's memory: device memory
-/// for parascan::cuda), e.g. each sequence's initial state as x[-1].
-template <class T>
-shifted_sequences<std::remove_const_t<T>> shifted(const sequences<T>& view, index_t lag,
-                                                  const std::remove_const_t<T>* boundaries) {
+/// for parascan::cuda; converted to the view's element type), e.g. each sequence's initial state as x[-1].
+template <class T, class B>
+shifted_sequences<std::remove_const_t<T>, B> shifted(const sequences<T>& view, index_t lag, const B* boundaries) {
   return {view, lag, {}, boundaries};
 }
 
@@ -70,8 +69,8 @@ template <class T>
 const sequences<T>& underlying(const sequences<T>& v) {
   return v;
 }
-template <class T>
-const sequences<const T>& underlying(const shifted_sequences<T>& v) {
+template <class T, class B>
+const sequences<const T>& underlying(const shifted_sequences<T, B>& v) {
   return v.view;
 }
 

@@ -165,8 +165,8 @@ void check_alias(const sequences<T>& in, const sequences<U>& out, const std::str
 
 /// A shifted input reads, at step t, what step t + lag writes: it may not alias the output at all, and
 /// neither may its per-sequence boundary values.
-template <class T, class U>
-void check_alias(const shifted_sequences<T>& in, const sequences<U>& out, const std::string& name) {
+template <class T, class B, class U>
+void check_alias(const shifted_sequences<T, B>& in, const sequences<U>& out, const std::string& name) {
   const bool apart = !span_of(in.view).overlaps(span_of(out)) ||
                      (!in.view.packed() && !out.packed() &&
                       shares_bytes(address_set_of(in.view), address_set_of(out)) == overlap::no);
@@ -217,6 +217,47 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
     if (span_of(v).overlaps(result)) fail("result", "no overlap with " + name);
   });
   if (result.lo == 0 && count != 0) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");
+}
+
+/// Whether two views share no byte (decided exactly for uniform views, conservatively for packed ones).
+template <class T, class U>
+bool views_apart(const sequences<T>& a, const sequences<U>& b) {
+  return !span_of(a).overlaps(span_of(b)) ||
+         (!a.packed() && !b.packed() && shares_bytes(address_set_of(a), address_set_of(b)) == overlap::no);
+}
+
+/// A backward pass's checks, all before it writes anything: every view of the gates' shape, each output
+/// apart from the other and from every input (the passes read inputs after writing outputs: no in-place
+/// aliasing either), and the per-sequence states apart from the outputs.
+template <class A, class X, class G, class DA, class DB, class Y>
+void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, const sequences<G>& grad_x,
+                              const sequences<DA>& grad_gates, const sequences<DB>& grad_tokens,
+                              const backward_options<Y>& opts) {
+  check_view(gates, "gates");
+  const auto input = [&](const auto& v, const std::string& name) {
+    check_view(v, name);
+    check_same_shape(v, gates, name);
+  };
+  input(x, "x"), input(grad_x, "grad_x"), input(grad_gates, "grad_gates"), input(grad_tokens, "grad_tokens");
+  check_no_self_overlap(grad_gates, "grad_gates");
+  check_no_self_overlap(grad_tokens, "grad_tokens");
+  const index_t count = gates.count();
+  const byte_span initial = span_of(opts.initial, count), grad_final = span_of(opts.grad_final, count),
+                  grad_initial = span_of(opts.grad_initial, count);
+  const auto output = [&](const auto& out, const std::string& name) {
+    if (!views_apart(out, gates)) fail(name, "no overlap with gates");
+    if (!views_apart(out, x)) fail(name, "no overlap with x");
+    if (!views_apart(out, grad_x)) fail(name, "no overlap with grad_x");
+    if (span_of(out).overlaps(initial)) fail(name, "no overlap with options.initial");
+    if (span_of(out).overlaps(grad_final)) fail(name, "no overlap with options.grad_final");
+    if (span_of(out).overlaps(grad_initial)) fail("options.grad_initial", "no overlap with " + name);
+  };
+  output(grad_gates, "grad_gates"), output(grad_tokens, "grad_tokens");
+  if (!views_apart(grad_gates, grad_tokens)) fail("grad_tokens", "no overlap with grad_gates");
+  for (const auto& [span, name] : {std::pair{span_of(gates), "gates"}, std::pair{span_of(x), "x"},
+                                   std::pair{span_of(grad_x), "grad_x"}, std::pair{initial, "options.initial"},
+                                   std::pair{grad_final, "options.grad_final"}})
+    if (grad_initial.overlaps(span)) fail("options.grad_initial", std::string("no overlap with ") + name);
 }
 
 /// Options every prefix scan checks: an initial state needs an operator that can seed one.

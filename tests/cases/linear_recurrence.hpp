@@ -300,3 +300,139 @@ TEST_CASE("shifted inputs: gates read one step ahead or behind, boundary values 
       CHECK(err.relative() <= 8 * ptest::eps_of<float>());
     });
 }
+
+namespace {
+
+using cplx = std::complex<double>;
+
+/// fp64 adjoint of x_p = a_p x_{p-1} + b_p (positions p in the forward's scan order, x_{-1} = x0) for the
+/// upstream gradients dy_p and d(final state) gf: db_p = g_p, da_p = g_p conj(x_{p-1}), returns dL/dx0;
+/// scale_b / scale_a: the size of the terms (for recurrence_error).
+struct adjoint_reference {
+  std::vector<cplx> da, db;
+  std::vector<double> scale_a, scale_b;
+  cplx dx0;
+  double scale_x0;
+  adjoint_reference(const std::vector<cplx>& a, const std::vector<cplx>& x_prev, const std::vector<cplx>& dy, cplx gf) {
+    const std::size_t n = a.size();
+    da.resize(n), db.resize(n), scale_a.resize(n), scale_b.resize(n);
+    cplx carried = gf;  // h_{p+1}
+    double carried_scale = std::abs(gf);
+    for (std::size_t k = n; k-- > 0;) {
+      const cplx g = dy[k] + carried;
+      db[k] = g, scale_b[k] = std::abs(dy[k]) + carried_scale;
+      da[k] = g * std::conj(x_prev[k]), scale_a[k] = scale_b[k] * std::abs(x_prev[k]);
+      carried = std::conj(a[k]) * g, carried_scale = std::abs(a[k]) * scale_b[k];
+    }
+    dx0 = carried, scale_x0 = carried_scale;
+  }
+};
+
+/// linear_recurrence_backward on every configuration: gates G, states/upstream gradients X, gradients D.
+template <class G, class X, class D>
+void check_backward(double tol) {
+  using Acc = parascan::ops::common_accumulator_t<G, X>;
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    if (f.exclusive) return;  // the forward's exclusive form has no backward wrapper
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<G> a(sh.elements());
+    ptest::buffer<X> x(sh.elements()), dy(sh.elements());
+    ptest::buffer<D> da(sh.elements()), db(sh.elements());
+    ptest::buffer<Acc> init(sh.count()), gf(sh.count()), dx0(sh.count());
+    ptest::fast_random g;
+    ptest::fill(a, [&] { return ptest::store<G>(random_gate<G>(g)); });
+    ptest::fill(x, [&] { return ptest::store<X>(random_token<X>(g)); });  // any states: the adjoint is linear in them
+    ptest::fill(dy, [&] { return ptest::store<X>(random_token<X>(g)); });
+    ptest::fill(init, [&] { return ptest::store<Acc>(random_token<Acc>(g)); });
+    ptest::fill(gf, [&] { return ptest::store<Acc>(random_token<Acc>(g)); });
+    ptest::fill(da, [] { return ptest::poison<D>(); });
+    ptest::fill(db, [] { return ptest::poison<D>(); });
+    ptest::fill(dx0, [] { return ptest::poison<Acc>(); });
+    parascan::backward_options<Acc> opts;
+    opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    opts.grad_final = f.with_final ? gf.data() : nullptr;
+    opts.grad_initial = dx0.data();
+    const auto view = [&](auto& buf) { return sh.view(buf.data(), offs.get(sh)); };
+    parascan::linear_recurrence_backward(ptest::exec(), view(a), view(x), view(dy), view(da), view(db), opts);
+    da.download(), db.download(), dx0.download();
+
+    recurrence_error err_a, err_b, err_x0;
+    const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto hv = [&](auto& buf) { return sh.view(buf.host.data(), host_offsets); };
+    const auto av = hv(a), xv = hv(x), dyv = hv(dy), dav = hv(da), dbv = hv(db);
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = av.length_of(s);
+      const auto time = [&](index_t p) { return f.reverse ? n - 1 - p : p; };
+      std::vector<cplx> ap(n), xp(n), dyp(n);
+      for (index_t p = 0; p < n; ++p) {
+        ap[p] = ptest::to_complex(av.at(s, time(p))), dyp[p] = ptest::to_complex(dyv.at(s, time(p)));
+        xp[p] = p == 0 ? (f.with_initial ? ptest::to_complex(init.host[s]) : 0.0) : ptest::to_complex(xv.at(s, time(p - 1)));
+      }
+      const adjoint_reference ref(ap, xp, dyp, f.with_final ? ptest::to_complex(gf.host[s]) : 0.0);
+      for (index_t p = 0; p < n; ++p) {
+        err_a.add(ptest::to_complex(dav.at(s, time(p))), ref.da[p], ref.scale_a[p]);
+        err_b.add(ptest::to_complex(dbv.at(s, time(p))), ref.db[p], ref.scale_b[p]);
+      }
+      err_x0.add(ptest::to_complex(dx0.host[s]), ref.dx0, ref.scale_x0);
+    }
+    CHECK(err_a.relative() <= tol);
+    CHECK(err_b.relative() <= tol);
+    CHECK(err_x0.relative() <= tol);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("linear_recurrence_backward: the adjoint reference against central differences (fp64, real and complex)") {
+  // L = sum_p Re(conj(w_p) x_p) + Re(conj(wf) x_{n-1}); PyTorch's convention: grad = dL/dRe + i dL/dIm.
+  const int n = 7;
+  ptest::fast_random g;
+  for (const bool complex : {false, true}) {
+    const auto draw = [&] { return complex ? cplx(g.normal(), g.normal()) : cplx(g.normal(), 0); };
+    std::vector<cplx> a(n), b(n), w(n);
+    for (int p = 0; p < n; ++p) a[p] = 0.9 * draw() / std::max(1.0, std::abs(draw())), b[p] = draw(), w[p] = draw();
+    cplx x0 = draw(), wf = draw();
+    const auto loss = [&] {
+      double l = 0;
+      cplx x = x0;
+      for (int p = 0; p < n; ++p) l += std::real(std::conj(w[p]) * (x = a[p] * x + b[p]));
+      return l + std::real(std::conj(wf) * x);
+    };
+    std::vector<cplx> xprev(n);
+    cplx x = x0;
+    for (int p = 0; p < n; ++p) xprev[p] = x, x = a[p] * x + b[p];
+    const adjoint_reference ref(a, xprev, w, wf);
+    const double h = 1e-6;
+    const auto numeric = [&](cplx& v) {  // dL/dRe v + i dL/dIm v
+      const cplx keep = v;
+      v = keep + h, v = v;
+      const double re_plus = loss();
+      v = keep - h;
+      const double re_minus = loss();
+      v = keep + cplx(0, h);
+      const double im_plus = loss();
+      v = keep - cplx(0, h);
+      const double im_minus = loss();
+      v = keep;
+      return cplx((re_plus - re_minus) / (2 * h), complex ? (im_plus - im_minus) / (2 * h) : 0.0);
+    };
+    for (int p = 0; p < n; ++p) {
+      CHECK(std::abs(numeric(a[p]) - ref.da[p]) <= 1e-7 * (1 + std::abs(ref.da[p])));
+      CHECK(std::abs(numeric(b[p]) - ref.db[p]) <= 1e-7 * (1 + std::abs(ref.db[p])));
+    }
+    CHECK(std::abs(numeric(x0) - ref.dx0) <= 1e-7 * (1 + std::abs(ref.dx0)));
+  }
+}
+
+TEST_CASE("linear_recurrence_backward: fp32 and fp64, every layout, reverse, initial and final gradients") {
+  check_backward<float, float, float>(16 * ptest::eps_of<float>());
+  check_backward<double, double, double>(16 * ptest::eps_of<double>());
+}
+
+TEST_CASE("linear_recurrence_backward: bf16 storage (fp32 arithmetic) and complex64") {
+  // Two bf16 roundings: the gradient's at its write, and x0's (the initial state, read as the states'
+  // storage type in place of x[-1]).
+  check_backward<ptest::bf16, ptest::bf16, ptest::bf16>(ptest::eps_of<ptest::bf16>() + 16 * ptest::eps_of<float>());
+  check_backward<ptest::complex64, ptest::complex64, ptest::complex64>(16 * ptest::eps_of<float>());
+}

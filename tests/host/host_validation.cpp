@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <parascan/parascan.hpp>
+#include <parascan/ops/linear_recurrence.hpp>
 
 using parascan::index_t;
 
@@ -218,6 +219,21 @@ TEST_CASE_FIXTURE(fixture, "a shifted input may not alias the output, not even i
                  {"output", "boundaries"}, guard);
   // Apart: accepted.
   parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(y.data(), 8), 1), v);
+}
+
+TEST_CASE_FIXTURE(fixture, "backward passes check every argument before writing anything") {
+  const auto v = [](std::vector<float>& buf, index_t offset) { return parascan::single(buf.data() + offset, 8); };
+  std::vector<float> da = poisoned<float>(8), db = poisoned<float>(8);
+  guard.watch(da).watch(db);
+  parascan::backward_options<float> opts;
+  const auto run = [&](auto gates, auto xs, auto grad, auto grad_gates, auto grad_tokens) {
+    parascan::linear_recurrence_backward(exec, gates, xs, grad, grad_gates, grad_tokens, opts);
+  };
+  check_rejected([&] { run(v(x, 0), v(w, 0), parascan::single(y.data(), 7), v(da, 0), v(db, 0)); }, {"grad_x"}, guard);
+  check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(y, 0)); }, {"grad_tokens", "grad_x"}, guard);
+  check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(da, 4)); }, {"grad_tokens", "grad_gates"}, guard);
+  opts.grad_initial = x.data() + 3;
+  check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(db, 0)); }, {"options.grad_initial", "gates"}, guard);
 }
 
 TEST_CASE("outputs interleaved with an input, sharing no element, are accepted and computed") {

@@ -84,10 +84,11 @@ class staged_offsets {
   staged_offsets(temp_allocator& alloc, cudaStream_t stream) : alloc_(alloc), stream_(stream) {}
 
   /// A shifted input's view with host offsets and with device offsets (its boundaries stay as given).
-  template <class T>
-  std::pair<shifted_sequences<T>, shifted_sequences<T>> stage(const shifted_sequences<T>& v, const std::string& name) {
+  template <class T, class B>
+  std::pair<shifted_sequences<T, B>, shifted_sequences<T, B>> stage(const shifted_sequences<T, B>& v,
+                                                                    const std::string& name) {
     const auto [on_host, on_device] = stage(v.view, name);
-    shifted_sequences<T> h = v, d = v;
+    shifted_sequences<T, B> h = v, d = v;
     h.view = on_host;
     d.view = on_device;
     return {h, d};

@@ -91,6 +91,16 @@ PARASCAN_HD PARASCAN_INLINE T multiply(const T& x, const T& y) {
   }
 }
 
+/// The complex conjugate of a complex accumulator; a real one itself.
+template <class T>
+PARASCAN_HD PARASCAN_INLINE T conjugate(const T& x) {
+  if constexpr (detail::is_complex<T>::value) {
+    return T(x.real(), -x.imag());
+  } else {
+    return x;
+  }
+}
+
 /// Converts a stored element to accumulator type Acc through its own accumulator (bf16 -> float ->
 /// complex<float>, a path a single cast does not always have).
 template <class Acc, class T>

@@ -26,6 +26,7 @@
 #include <parascan/layout.hpp>
 #include <parascan/operator_traits.hpp>
 #include <parascan/options.hpp>
+#include <parascan/validate.hpp>
 
 #include "accumulator.hpp"
 
@@ -67,6 +68,44 @@ struct linear_recurrence {
 template <class A, class B>
 using linear_recurrence_for = linear_recurrence<common_accumulator_t<A, B>>;
 
+/// The adjoint of the linear recurrence: a reverse, exclusive scan over the gates a and the upstream
+/// gradient dy (dL/dx[t] of each output alone), optionally the forward states one step behind. Its state
+/// carries h[t] = conj(a[t]) (dy[t] + h[t+1]), the gradient that reaches x[t-1] through step t, so that
+/// before step t (exclusive) it holds h[t+1] and
+///   g[t] = dL/dx[t] = dy[t] + h[t+1]         emitted with inputs (a, dy): dL/db[t] = g[t],
+///   dL/da[t] = g[t] conj(x[t-1])               emitted with inputs (a, dy, x[t-1]);
+/// the total state is h[0] = dL/dx0, and seeding with dL/d(final state) adds it to g at the last step.
+/// Complex numbers follow PyTorch's convention (the gradient of a real loss is dL/dRe + i dL/dIm).
+template <class Acc>
+struct linear_recurrence_adjoint {
+  using value_type = linear_state<Acc>;
+  linear_recurrence<Acc> rec;
+  PARASCAN_HD value_type identity() const { return rec.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return rec(earlier, later);
+  }
+  template <class A, class G>
+  PARASCAN_HD value_type lift(const A& a, const G& dy) const {
+    const Acc ca = conjugate(to_accumulator<Acc>(a));
+    return {ca, multiply(ca, to_accumulator<Acc>(dy))};
+  }
+  template <class A, class G, class X>
+  PARASCAN_HD value_type lift(const A& a, const G& dy, const X&) const {
+    return lift(a, dy);
+  }
+  PARASCAN_HD Acc project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(const Acc& h) const { return {Acc(1), h}; }
+  PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
+  template <class A, class G>
+  PARASCAN_HD Acc emit(const value_type& s, const A&, const G& dy) const {
+    return to_accumulator<Acc>(dy) + s.b;
+  }
+  template <class A, class G, class X>
+  PARASCAN_HD Acc emit(const value_type& s, const A&, const G& dy, const X& x_prev) const {
+    return multiply(to_accumulator<Acc>(dy) + s.b, conjugate(to_accumulator<Acc>(x_prev)));
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -79,6 +118,49 @@ template <class Exec, class A, class B, class Y>
 void linear_recurrence(const Exec& exec, const sequences<A>& gates, const sequences<B>& tokens, const sequences<Y>& x,
                        const options<ops::common_accumulator_t<A, B>>& opts = {}) {
   prefix_scan(exec, ops::linear_recurrence_for<A, B>{}, parascan::inputs(gates, tokens), x, opts);
+}
+
+/// Gradients of x = linear_recurrence(gates, tokens, x, {reverse, initial}) for a loss L, from the gates,
+/// the forward's outputs `x` and the upstream gradient `grad_x` (dL/dx[t] of each output alone):
+/// grad_gates = dL/da, grad_tokens = dL/db; opts.grad_final adds dL/d(final state), opts.grad_initial
+/// receives dL/d(initial state). All views share one shape (any layout); the gradients are written in
+/// their views' types (bf16 storage: fp32 arithmetic, one rounding at the write). Complex numbers follow
+/// PyTorch's convention. Two reverse scans through the engine (ops::linear_recurrence_adjoint): one
+/// writes dL/db (and dL/dx0), one dL/da from the states one step behind (shifted inputs).
+template <class Exec, class A, class X, class G, class DA, class DB,
+          class Acc = ops::common_accumulator_t<std::remove_const_t<A>, std::remove_const_t<X>, std::remove_const_t<G>>>
+void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
+                                const sequences<G>& grad_x, const sequences<DA>& grad_gates,
+                                const sequences<DB>& grad_tokens, const backward_options<Acc>& opts = {}) {
+  detail::check_backward_arguments(gates, x, grad_x, grad_gates, grad_tokens, opts);
+  if (gates.count() > 0 && detail::time_extent(gates) > 0) {  // before the first pass writes
+    require_backend_memory(exec, gates.data, "gates.data");
+    require_backend_memory(exec, x.data, "x.data");
+    require_backend_memory(exec, grad_x.data, "grad_x.data");
+    require_backend_memory(exec, grad_gates.data, "grad_gates.data");
+    require_backend_memory(exec, grad_tokens.data, "grad_tokens.data");
+  }
+  if (gates.count() > 0) {
+    require_backend_memory(exec, opts.initial, "options.initial");
+    require_backend_memory(exec, opts.grad_final, "options.grad_final");
+    require_backend_memory(exec, opts.grad_initial, "options.grad_initial");
+  }
+  const ops::linear_recurrence_adjoint<Acc> adjoint;
+  options<Acc> scan;
+  scan.reverse = !opts.reverse;  // back from the forward's last step
+  scan.exclusive = true;         // step t sees h[t + 1]
+  scan.initial = opts.grad_final;
+  scan.final = opts.grad_initial;
+  prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x), grad_tokens, scan);
+  // x[t - 1] in the forward's order: one step behind (ahead in time when it ran in reverse), its initial
+  // state (or zero) before the first step.
+  const index_t behind = opts.reverse ? 1 : -1;
+  scan.final = nullptr;
+  if (opts.initial != nullptr)
+    prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, parascan::shifted(x, behind, opts.initial)), grad_gates,
+                scan);
+  else
+    prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, parascan::shifted(x, behind)), grad_gates, scan);
 }
 
 }  // namespace parascan
