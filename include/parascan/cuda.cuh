@@ -37,6 +37,20 @@ inline void require_backend_memory(const cuda&, const void* p, const std::string
   detail::require_device_pointer(p, name);
 }
 
+/// A view whose offsets the host can read, for such wrappers' checks: device-resident offsets of a packed
+/// view are copied into `storage` (which waits for the stream, as prefix_scan does for them).
+template <class T>
+sequences<T> host_readable(const cuda& exec, sequences<T> v, std::vector<index_t>& storage) {
+  if (!v.packed() || v.extent[0] < 0 || !detail::is_device_pointer(v.offsets)) return v;
+  storage.resize(std::size_t(v.extent[0]) + 1);
+  detail::cuda_check(cudaMemcpyAsync(storage.data(), v.offsets, storage.size() * sizeof(index_t),
+                                     cudaMemcpyDeviceToHost, exec.stream),
+                     "offsets");
+  detail::cuda_check(cudaStreamSynchronize(exec.stream), "offsets");
+  v.offsets = storage.data();
+  return v;
+}
+
 namespace detail {
 
 /// The smallest element size among a pack's inputs.

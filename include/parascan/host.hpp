@@ -35,6 +35,12 @@ struct use_default_policy {};
 /// first (found by argument-dependent lookup from the execution policy): any pointer on the host.
 inline void require_backend_memory(const host&, const void*, const std::string&) {}
 
+/// A view whose offsets the host can read, for such wrappers' checks: on the host, the view itself.
+template <class T>
+const sequences<T>& host_readable(const host&, const sequences<T>& v, std::vector<index_t>&) {
+  return v;
+}
+
 namespace detail {
 
 /// The most worker threads a call may ask for.
