@@ -25,7 +25,7 @@ struct options {
 
 /// Options of a backward pass (the `*_backward` wrappers) for a forward scan whose states are of type Y.
 ///
-/// - reverse: the forward scan ran in reverse.
+/// - reverse, exclusive: how the forward scan ran (a wrapper that cannot take one says so).
 /// - initial: the forward's initial states (one per sequence), null for none (zero).
 /// - grad_final: dL/d(the forward's final state), one per sequence; null for none (zero).
 /// - grad_initial: where to write dL/d(initial state), one per sequence; null for none.
@@ -33,6 +33,7 @@ struct options {
 template <class Y>
 struct backward_options {
   bool reverse = false;
+  bool exclusive = false;
   const Y* initial = nullptr;
   const Y* grad_final = nullptr;
   Y* grad_initial = nullptr;

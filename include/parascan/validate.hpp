@@ -233,6 +233,7 @@ template <class A, class X, class G, class DA, class DB, class Y>
 void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, const sequences<G>& grad_x,
                               const sequences<DA>& grad_gates, const sequences<DB>& grad_tokens,
                               const backward_options<Y>& opts) {
+  if (opts.exclusive) fail("options.exclusive", "false: the linear recurrence's backward takes inclusive forwards");
   check_view(gates, "gates");
   const auto input = [&](const auto& v, const std::string& name) {
     check_view(v, name);

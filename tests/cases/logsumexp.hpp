@@ -165,3 +165,122 @@ TEST_CASE("logcumsumexp: the state's special values") {
   CHECK(value(1000.0f, 1000.0f) == doctest::Approx(1000 + std::log(2.0)).epsilon(1e-7));    // no overflow
   CHECK(value(-1000.0f, -1000.0f) == doctest::Approx(-1000 + std::log(2.0)).epsilon(1e-7));  // no underflow
 }
+
+namespace {
+
+/// fp64 gradient of logcumsumexp: dx[p] = sum over the outputs u that step p reached (u >= p, or u > p for
+/// an exclusive forward; positions in the forward's scan order) of dy[u] exp(x[p] - y[u]), 0 where y[u] is
+/// -inf; `scale` gets the sum of the terms' sizes.
+std::vector<double> ref_logcumsumexp_grad(const std::vector<double>& x, const std::vector<double>& y,
+                                          const std::vector<double>& dy, bool exclusive, std::vector<double>& scale) {
+  // exp(x[p]) times suffix sums of dy[u] exp(-y[u]): fp64 holds every factor for |x| <= 20 + log(n).
+  const std::size_t n = x.size();
+  std::vector<double> dx(n, 0.0);
+  scale.assign(n, 0.0);
+  double sum = 0, size = 0;
+  for (std::size_t p = n; p-- > 0;) {
+    const auto add = [&](std::size_t u) {
+      if (y[u] != -INFINITY) sum += dy[u] * std::exp(-y[u]), size += std::abs(dy[u]) * std::exp(-y[u]);
+    };
+    if (!exclusive) add(p);
+    dx[p] = std::exp(x[p]) * sum, scale[p] = std::exp(x[p]) * size;
+    if (exclusive) add(p);
+  }
+  return dx;
+}
+
+/// logcumsumexp_backward on every configuration, inputs and gradients in T, from the forward's own outputs.
+template <class T>
+void check_logcumsumexp_backward(double ulps) {
+  using Acc = parascan::ops::accumulator_t<T>;
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<T> x(sh.elements()), y(sh.elements()), dy(sh.elements()), dx(sh.elements());
+    ptest::fast_random g;
+    ptest::fill(x, [&] { return ptest::store<T>(random_log(g)); });
+    ptest::fill(dy, [&] { return ptest::store<T>(g.normal()); });
+    ptest::fill(dx, [] { return ptest::poison<T>(); });
+    const auto view = [&](ptest::buffer<T>& b) { return sh.view(b.data(), offs.get(sh)); };
+    parascan::options<Acc> forward;
+    forward.exclusive = f.exclusive, forward.reverse = f.reverse;
+    parascan::logcumsumexp(ptest::exec(), view(x), view(y), forward);
+    parascan::backward_options<Acc> backward;
+    backward.exclusive = f.exclusive, backward.reverse = f.reverse;
+    parascan::logcumsumexp_backward(ptest::exec(), view(x), view(y), view(dy), view(dx), backward);
+    y.download();
+    dx.download();
+
+    double worst = 0;
+    const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto hv = [&](ptest::buffer<T>& b) { return sh.view(b.host.data(), host_offsets); };
+    const auto xv = hv(x), yv = hv(y), dyv = hv(dy), dxv = hv(dx);
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = xv.length_of(s);
+      const auto time = [&](index_t p) { return f.reverse ? n - 1 - p : p; };
+      std::vector<double> xs(n), ys(n), dys(n), scale;
+      for (index_t p = 0; p < n; ++p)
+        xs[p] = ptest::to_double(xv.at(s, time(p))), ys[p] = ptest::to_double(yv.at(s, time(p))),
+        dys[p] = ptest::to_double(dyv.at(s, time(p)));
+      const auto ref = ref_logcumsumexp_grad(xs, ys, dys, f.exclusive, scale);
+      for (index_t p = 0; p < n; ++p) {
+        const double got = ptest::to_double(dxv.at(s, time(p)));
+        const double e = std::isfinite(got) ? std::abs(got - ref[p]) / (scale[p] + 1e-300) : INFINITY;
+        worst = std::max(worst, ref[p] == 0 && scale[p] == 0 ? std::abs(got) : e);
+      }
+    }
+    CHECK(worst <= ulps * ptest::eps_of<T>() * (1 + std::sqrt(double(sh.T))));
+  });
+}
+
+}  // namespace
+
+TEST_CASE("logcumsumexp_backward: the gradient formula against central differences (fp64)") {
+  // L = sum dy[u] y[u], y = logcumsumexp(x): dL/dx[p] by the formula and by differences.
+  ptest::fast_random g;
+  const int n = 9;
+  std::vector<double> x(n), dy(n);
+  for (int p = 0; p < n; ++p) x[p] = g.uniform(-3, 3), dy[p] = g.normal();
+  for (const bool exclusive : {false, true}) {
+    const auto forward = [&](const std::vector<double>& xs) {
+      std::vector<double> y(n);
+      double acc = -INFINITY;
+      for (int p = 0; p < n; ++p) {
+        if (!exclusive) acc = ref_logaddexp(acc, xs[p]);
+        y[p] = acc;
+        if (exclusive) acc = ref_logaddexp(acc, xs[p]);
+      }
+      return y;
+    };
+    const auto loss = [&](const std::vector<double>& xs) {
+      const auto y = forward(xs);
+      double l = 0;
+      for (int p = 0; p < n; ++p) l += dy[p] * (y[p] == -INFINITY ? 0.0 : y[p]);
+      return l;
+    };
+    std::vector<double> scale;
+    const auto ref = ref_logcumsumexp_grad(x, forward(x), dy, exclusive, scale);
+    for (int p = 0; p < n; ++p) {
+      auto plus = x, minus = x;
+      plus[p] += 1e-6, minus[p] -= 1e-6;
+      CHECK(std::abs((loss(plus) - loss(minus)) / 2e-6 - ref[p]) <= 1e-6 * (1 + std::abs(ref[p])));
+    }
+  }
+}
+
+TEST_CASE("logcumsumexp_backward: fp32 and fp64 with -inf inputs, every layout and option") {
+  check_logcumsumexp_backward<float>(64);
+  check_logcumsumexp_backward<double>(64);
+}
+
+TEST_CASE("logcumsumexp_backward: final-state gradients are refused, nothing written") {
+  const ptest::index_t T = 8;
+  ptest::buffer<float> x(T), y(T), dy(T), dx(T), gf(1);
+  ptest::fill(dx, [] { return ptest::poison<float>(); });
+  parascan::backward_options<float> opts;
+  opts.grad_final = gf.data();
+  const auto v = [&](ptest::buffer<float>& b) { return parascan::single(b.data(), T); };
+  CHECK_THROWS_WITH_AS(parascan::logcumsumexp_backward(ptest::exec(), v(x), v(y), v(dy), v(dx), opts),
+                       doctest::Contains("options.grad_final"), parascan::error);
+  dx.download();
+  for (float d : dx.host) CHECK(std::isnan(d));
+}

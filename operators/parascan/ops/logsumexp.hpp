@@ -28,6 +28,8 @@
 
 #include <parascan/config.hpp>
 #include <parascan/layout.hpp>
+#include <parascan/error.hpp>
+#include <parascan/inputs.hpp>
 #include <parascan/options.hpp>
 
 #include "accumulator.hpp"
@@ -89,6 +91,31 @@ struct log_add_exp {
   PARASCAN_HD value_type seed(const Acc& y) const { return {y, Acc(1)}; }
 };
 
+/// The adjoint of logcumsumexp: dL/dx[t] = sum over the outputs u that step t reached of
+/// dy[u] exp(x[t] - y[u]), a reverse scan over (x, y, dy). Its state is a log_sum whose scaled sum is
+/// signed: (max, s) stands for s exp(max) = sum dy[u] exp(-y[u]) (the combine is linear in s, so
+/// log_add_exp's serves), and step t emits s exp(x[t] + max), whose exponent is <= 0 (y[u] >= x[t]).
+/// An output that is -inf (every input up to it -inf) passes no gradient on: the inputs it covers get 0.
+template <class Acc>
+struct log_add_exp_adjoint {
+  using value_type = log_sum<Acc>;
+  log_add_exp<Acc, Acc> sum;
+  PARASCAN_HD value_type identity() const { return sum.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return sum(earlier, later);
+  }
+  template <class X, class Y, class G>
+  PARASCAN_HD value_type lift(const X&, const Y& y, const G& dy) const {
+    const Acc log_value = to_accumulator<Acc>(y);
+    if (log_value == -limits<Acc>::infinity()) return identity();
+    return {-log_value, to_accumulator<Acc>(dy)};
+  }
+  template <class X, class Y, class G>
+  PARASCAN_HD Acc emit(const value_type& s, const X& x, const Y&, const G&) const {
+    return s.scaled_sum * scan_exp(to_accumulator<Acc>(x) + s.max);
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -99,6 +126,23 @@ template <class Exec, class T, class Y>
 void logcumsumexp(const Exec& exec, const sequences<T>& in, const sequences<Y>& out,
                   const options<ops::accumulator_t<T>>& opts = {}) {
   prefix_scan(exec, ops::log_add_exp<std::remove_const_t<T>>{}, in, out, opts);
+}
+
+/// dL/dx of y = logcumsumexp(x, opts) from the inputs x, the outputs y and the upstream gradient dy
+/// (dL/dy[t] of each output alone): one reverse scan (ops::log_add_exp_adjoint), every layout; opts
+/// says how the forward ran (reverse, exclusive; its initial log-values are already in y). Stable with
+/// -inf inputs (their gradient is 0). dL/d(initial) and a final-state gradient are not taken yet
+/// (options.grad_initial and options.grad_final must be null). dx may be x itself (in place).
+template <class Exec, class T, class Y, class G, class D>
+void logcumsumexp_backward(const Exec& exec, const sequences<T>& x, const sequences<Y>& y, const sequences<G>& dy,
+                           const sequences<D>& dx, const backward_options<ops::accumulator_t<T>>& opts = {}) {
+  using Acc = ops::accumulator_t<std::remove_const_t<T>>;
+  if (opts.grad_final != nullptr) detail::fail("options.grad_final", "null (logcumsumexp_backward does not take it yet)");
+  if (opts.grad_initial != nullptr) detail::fail("options.grad_initial", "null (logcumsumexp_backward does not give it yet)");
+  options<ops::log_sum<Acc>> scan;
+  scan.reverse = !opts.reverse;
+  scan.exclusive = opts.exclusive;  // an exclusive forward's y[u] covers the steps before u
+  prefix_scan(exec, ops::log_add_exp_adjoint<Acc>{}, parascan::inputs(x, y, dy), dx, scan);
 }
 
 /// result[s] = log(sum over every step of sequence s of exp(in[step])), one value per sequence.
