@@ -234,6 +234,9 @@ TEST_CASE_FIXTURE(fixture, "backward passes check every argument before writing 
   check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(da, 4)); }, {"grad_tokens", "grad_gates"}, guard);
   opts.grad_initial = x.data() + 3;
   check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(db, 0)); }, {"options.grad_initial", "gates"}, guard);
+  opts = {};
+  opts.exclusive = true;  // an exclusive forward has no linear-recurrence backward
+  check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(db, 0)); }, {"options.exclusive"}, guard);
 }
 
 TEST_CASE("outputs interleaved with an input, sharing no element, are accepted and computed") {
