@@ -229,36 +229,72 @@ bool views_apart(const sequences<T>& a, const sequences<U>& b) {
 /// A backward pass's checks, all before it writes anything: every view of the gates' shape, each output
 /// apart from the other and from every input (the passes read inputs after writing outputs: no in-place
 /// aliasing either), and the per-sequence states apart from the outputs.
+/// The argument names a recurrence's backward pass reports: its gates, states, upstream gradient and the
+/// two gradients it writes.
+struct backward_names {
+  const char *gates = "gates", *x = "x", *grad_x = "grad_x", *grad_gates = "grad_gates",
+             *grad_tokens = "grad_tokens";
+};
+
 template <class A, class X, class G, class DA, class DB, class Y>
 void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, const sequences<G>& grad_x,
                               const sequences<DA>& grad_gates, const sequences<DB>& grad_tokens,
-                              const backward_options<Y>& opts) {
-  if (opts.exclusive) fail("options.exclusive", "false: the linear recurrence's backward takes inclusive forwards");
-  check_view(gates, "gates");
+                              const backward_options<Y>& opts, const backward_names& names = {}) {
+  if (opts.exclusive) fail("options.exclusive", "false: a recurrence's backward takes inclusive forwards");
+  const std::string gates_name = names.gates;
+  check_view(gates, gates_name);
   const auto input = [&](const auto& v, const std::string& name) {
     check_view(v, name);
     check_same_shape(v, gates, name);
   };
-  input(x, "x"), input(grad_x, "grad_x"), input(grad_gates, "grad_gates"), input(grad_tokens, "grad_tokens");
-  check_no_self_overlap(grad_gates, "grad_gates");
-  check_no_self_overlap(grad_tokens, "grad_tokens");
+  input(x, names.x), input(grad_x, names.grad_x), input(grad_gates, names.grad_gates);
+  input(grad_tokens, names.grad_tokens);
+  check_no_self_overlap(grad_gates, names.grad_gates);
+  check_no_self_overlap(grad_tokens, names.grad_tokens);
   const index_t count = gates.count();
   const byte_span initial = span_of(opts.initial, count), grad_final = span_of(opts.grad_final, count),
                   grad_initial = span_of(opts.grad_initial, count);
   const auto output = [&](const auto& out, const std::string& name) {
-    if (!views_apart(out, gates)) fail(name, "no overlap with gates");
-    if (!views_apart(out, x)) fail(name, "no overlap with x");
-    if (!views_apart(out, grad_x)) fail(name, "no overlap with grad_x");
+    if (!views_apart(out, gates)) fail(name, "no overlap with " + gates_name);
+    if (!views_apart(out, x)) fail(name, std::string("no overlap with ") + names.x);
+    if (!views_apart(out, grad_x)) fail(name, std::string("no overlap with ") + names.grad_x);
     if (span_of(out).overlaps(initial)) fail(name, "no overlap with options.initial");
     if (span_of(out).overlaps(grad_final)) fail(name, "no overlap with options.grad_final");
     if (span_of(out).overlaps(grad_initial)) fail("options.grad_initial", "no overlap with " + name);
   };
-  output(grad_gates, "grad_gates"), output(grad_tokens, "grad_tokens");
-  if (!views_apart(grad_gates, grad_tokens)) fail("grad_tokens", "no overlap with grad_gates");
-  for (const auto& [span, name] : {std::pair{span_of(gates), "gates"}, std::pair{span_of(x), "x"},
-                                   std::pair{span_of(grad_x), "grad_x"}, std::pair{initial, "options.initial"},
+  output(grad_gates, names.grad_gates), output(grad_tokens, names.grad_tokens);
+  if (!views_apart(grad_gates, grad_tokens)) fail(names.grad_tokens, std::string("no overlap with ") + names.grad_gates);
+  for (const auto& [span, name] : {std::pair{span_of(gates), names.gates}, std::pair{span_of(x), names.x},
+                                   std::pair{span_of(grad_x), names.grad_x}, std::pair{initial, "options.initial"},
                                    std::pair{grad_final, "options.grad_final"}})
     if (grad_initial.overlaps(span)) fail("options.grad_initial", std::string("no overlap with ") + name);
+}
+
+/// Every check of a backward wrapper's call, before its first pass writes: the arguments (on views whose
+/// packed offsets the host can read) and, for the GPU, that every pointer is device memory.
+/// host_readable and require_backend_memory come with the execution policy's backend (host.hpp, cuda.cuh).
+template <class Exec, class A, class X, class G, class DA, class DB, class Y>
+void check_backward_call(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
+                         const sequences<G>& grad_x, const sequences<DA>& grad_gates,
+                         const sequences<DB>& grad_tokens, const backward_options<Y>& opts,
+                         const backward_names& names = {}) {
+  std::vector<index_t> o0, o1, o2, o3, o4;
+  const auto& gates_h = host_readable(exec, gates, o0);
+  check_backward_arguments(gates_h, host_readable(exec, x, o1), host_readable(exec, grad_x, o2),
+                           host_readable(exec, grad_gates, o3), host_readable(exec, grad_tokens, o4), opts, names);
+  const std::string data = ".data";
+  if (gates.count() > 0 && time_extent(gates_h) > 0) {
+    require_backend_memory(exec, gates.data, names.gates + data);
+    require_backend_memory(exec, x.data, names.x + data);
+    require_backend_memory(exec, grad_x.data, names.grad_x + data);
+    require_backend_memory(exec, grad_gates.data, names.grad_gates + data);
+    require_backend_memory(exec, grad_tokens.data, names.grad_tokens + data);
+  }
+  if (gates.count() > 0) {
+    require_backend_memory(exec, opts.initial, "options.initial");
+    require_backend_memory(exec, opts.grad_final, "options.grad_final");
+    require_backend_memory(exec, opts.grad_initial, "options.grad_initial");
+  }
 }
 
 /// Options every prefix scan checks: an initial state needs an operator that can seed one.

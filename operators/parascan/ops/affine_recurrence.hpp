@@ -29,6 +29,8 @@
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
 #include <parascan/options.hpp>
+#include <parascan/shifted.hpp>
+#include <parascan/validate.hpp>
 
 namespace parascan::ops {
 
@@ -64,6 +66,48 @@ struct affine_recurrence {
   PARASCAN_HD value_type seed(const vector& x0) const { return {matrix::Identity(), x0}; }
 };
 
+/// The adjoint of the affine recurrence: a reverse, exclusive scan over W and the upstream gradient dy
+/// (dL/dx[t] of each output alone), optionally the forward states one step behind. Its state carries
+/// h[t] = W[t]^T (dy[t] + h[t+1]), the gradient reaching x[t-1] through step t, as the affine map
+/// h -> W^T h + W^T dy (so affine_recurrence's combine composes it); before step t it holds h[t+1], and
+///   g[t] = dL/dx[t] = dy[t] + h[t+1]         emitted with inputs (W, dy): dL/db[t] = g[t],
+///   dL/dW[t] = g[t] x[t-1]^T                  emitted with inputs (W, dy, x[t-1]);
+/// the total is h[0] = dL/dx0, and seeding with dL/d(final state) adds it to g at the last step.
+template <class S, int N>
+struct affine_recurrence_adjoint {
+  using forward = affine_recurrence<S, N>;
+  using matrix = typename forward::matrix;
+  using vector = typename forward::vector;
+  using value_type = typename forward::value_type;
+  forward rec;
+  PARASCAN_HD value_type identity() const { return rec.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return rec(earlier, later);
+  }
+  template <class MW, class VG>
+  PARASCAN_HD value_type lift(const Eigen::MatrixBase<MW>& W, const Eigen::MatrixBase<VG>& dy) const {
+    const matrix Wt = W.template cast<S>().transpose();
+    return {Wt, Wt * dy.template cast<S>()};
+  }
+  template <class MW, class VG, class VX>
+  PARASCAN_HD value_type lift(const Eigen::MatrixBase<MW>& W, const Eigen::MatrixBase<VG>& dy,
+                              const Eigen::MatrixBase<VX>&) const {
+    return lift(W, dy);
+  }
+  PARASCAN_HD vector project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(const vector& h) const { return rec.seed(h); }
+  template <class MW, class VG>
+  PARASCAN_HD vector emit(const value_type& s, const Eigen::MatrixBase<MW>&, const Eigen::MatrixBase<VG>& dy) const {
+    return dy.template cast<S>() + s.b;
+  }
+  template <class MW, class VG, class VX>
+  PARASCAN_HD matrix emit(const value_type& s, const Eigen::MatrixBase<MW>&, const Eigen::MatrixBase<VG>& dy,
+                          const Eigen::MatrixBase<VX>& x_prev) const {
+    const vector g = dy.template cast<S>() + s.b;
+    return g * x_prev.template cast<S>().transpose();
+  }
+};
+
 /// The operator for W stored as the Eigen matrix type M.
 template <class M>
 using affine_recurrence_for = affine_recurrence<typename std::remove_cv_t<M>::Scalar, std::remove_cv_t<M>::RowsAtCompileTime>;
@@ -79,6 +123,36 @@ template <class Exec, class MW, class VB, class VX>
 void affine_recurrence(const Exec& exec, const sequences<MW>& W, const sequences<VB>& b, const sequences<VX>& x,
                        const options<typename ops::affine_recurrence_for<MW>::vector>& opts = {}) {
   prefix_scan(exec, ops::affine_recurrence_for<MW>{}, parascan::inputs(W, b), x, opts);
+}
+
+/// Gradients of x = affine_recurrence(W, b, x, {reverse, initial}) for a loss L, from W, the forward's
+/// outputs `x` and the upstream gradient `grad_x` (dL/dx[t] of each output alone, N x 1): grad_W = dL/dW
+/// (N x N, g[t] x[t-1]^T), grad_b = dL/db; opts.grad_final adds dL/d(final state), opts.grad_initial
+/// receives dL/d(initial state). All views share one shape (any layout). Two reverse scans through the
+/// engine (ops::affine_recurrence_adjoint), as linear_recurrence_backward.
+template <class Exec, class MW, class VX, class VG, class MDW, class VDB>
+void affine_recurrence_backward(const Exec& exec, const sequences<MW>& W, const sequences<VX>& x,
+                                const sequences<VG>& grad_x, const sequences<MDW>& grad_W,
+                                const sequences<VDB>& grad_b,
+                                const backward_options<typename ops::affine_recurrence_for<MW>::vector>& opts = {}) {
+  using adjoint_t = ops::affine_recurrence_adjoint<typename std::remove_cv_t<MW>::Scalar,
+                                                   std::remove_cv_t<MW>::RowsAtCompileTime>;
+  using vector = typename adjoint_t::vector;
+  detail::check_backward_call(exec, W, x, grad_x, grad_W, grad_b, opts, {"W", "x", "grad_x", "grad_W", "grad_b"});
+  options<vector> scan;
+  scan.reverse = !opts.reverse;
+  scan.exclusive = true;
+  scan.initial = opts.grad_final;
+  scan.final = opts.grad_initial;
+  prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x), grad_b, scan);
+  const index_t behind = opts.reverse ? 1 : -1;
+  scan.final = nullptr;
+  if (opts.initial != nullptr)
+    prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, parascan::shifted(x, behind, opts.initial)), grad_W,
+                scan);
+  else
+    prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, parascan::shifted(x, behind, vector(vector::Zero()))),
+                grad_W, scan);
 }
 
 }  // namespace parascan

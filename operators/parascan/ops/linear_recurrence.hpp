@@ -132,22 +132,7 @@ template <class Exec, class A, class X, class G, class DA, class DB,
 void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
                                 const sequences<G>& grad_x, const sequences<DA>& grad_gates,
                                 const sequences<DB>& grad_tokens, const backward_options<Acc>& opts = {}) {
-  std::vector<index_t> o0, o1, o2, o3, o4;  // checks see views whose packed offsets the host can read
-  const auto& gates_h = host_readable(exec, gates, o0);
-  detail::check_backward_arguments(gates_h, host_readable(exec, x, o1), host_readable(exec, grad_x, o2),
-                                   host_readable(exec, grad_gates, o3), host_readable(exec, grad_tokens, o4), opts);
-  if (gates.count() > 0 && detail::time_extent(gates_h) > 0) {  // before the first pass writes
-    require_backend_memory(exec, gates.data, "gates.data");
-    require_backend_memory(exec, x.data, "x.data");
-    require_backend_memory(exec, grad_x.data, "grad_x.data");
-    require_backend_memory(exec, grad_gates.data, "grad_gates.data");
-    require_backend_memory(exec, grad_tokens.data, "grad_tokens.data");
-  }
-  if (gates.count() > 0) {
-    require_backend_memory(exec, opts.initial, "options.initial");
-    require_backend_memory(exec, opts.grad_final, "options.grad_final");
-    require_backend_memory(exec, opts.grad_initial, "options.grad_initial");
-  }
+  detail::check_backward_call(exec, gates, x, grad_x, grad_gates, grad_tokens, opts);
   const ops::linear_recurrence_adjoint<Acc> adjoint;
   options<Acc> scan;
   scan.reverse = !opts.reverse;  // back from the forward's last step
