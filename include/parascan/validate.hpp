@@ -238,7 +238,7 @@ struct backward_names {
 
 template <class A, class X, class G, class DA, class DB, class Y>
 void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, const sequences<G>& grad_x,
-                              const sequences<DA>& grad_gates, const sequences<DB>& grad_tokens,
+                              const sequences<DA>& grad_gates, const sequences<DB>* grad_tokens,
                               const backward_options<Y>& opts, const backward_names& names = {}) {
   if (opts.exclusive) fail("options.exclusive", "false: a recurrence's backward takes inclusive forwards");
   const std::string gates_name = names.gates;
@@ -248,9 +248,11 @@ void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, 
     check_same_shape(v, gates, name);
   };
   input(x, names.x), input(grad_x, names.grad_x), input(grad_gates, names.grad_gates);
-  input(grad_tokens, names.grad_tokens);
   check_no_self_overlap(grad_gates, names.grad_gates);
-  check_no_self_overlap(grad_tokens, names.grad_tokens);
+  if (grad_tokens != nullptr) {
+    input(*grad_tokens, names.grad_tokens);
+    check_no_self_overlap(*grad_tokens, names.grad_tokens);
+  }
   const index_t count = gates.count();
   const byte_span initial = span_of(opts.initial, count), grad_final = span_of(opts.grad_final, count),
                   grad_initial = span_of(opts.grad_initial, count);
@@ -262,8 +264,12 @@ void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, 
     if (span_of(out).overlaps(grad_final)) fail(name, "no overlap with options.grad_final");
     if (span_of(out).overlaps(grad_initial)) fail("options.grad_initial", "no overlap with " + name);
   };
-  output(grad_gates, names.grad_gates), output(grad_tokens, names.grad_tokens);
-  if (!views_apart(grad_gates, grad_tokens)) fail(names.grad_tokens, std::string("no overlap with ") + names.grad_gates);
+  output(grad_gates, names.grad_gates);
+  if (grad_tokens != nullptr) {
+    output(*grad_tokens, names.grad_tokens);
+    if (!views_apart(grad_gates, *grad_tokens))
+      fail(names.grad_tokens, std::string("no overlap with ") + names.grad_gates);
+  }
   for (const auto& [span, name] : {std::pair{span_of(gates), names.gates}, std::pair{span_of(x), names.x},
                                    std::pair{span_of(grad_x), names.grad_x}, std::pair{initial, "options.initial"},
                                    std::pair{grad_final, "options.grad_final"}})
@@ -271,24 +277,31 @@ void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, 
 }
 
 /// Every check of a backward wrapper's call, before its first pass writes: the arguments (on views whose
-/// packed offsets the host can read) and, for the GPU, that every pointer is device memory.
+/// packed offsets the host can read) and, for the GPU, that every pointer is device memory. grad_tokens
+/// may be null (a backward with one gradient output).
 /// host_readable and require_backend_memory come with the execution policy's backend (host.hpp, cuda.cuh).
 template <class Exec, class A, class X, class G, class DA, class DB, class Y>
 void check_backward_call(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
                          const sequences<G>& grad_x, const sequences<DA>& grad_gates,
-                         const sequences<DB>& grad_tokens, const backward_options<Y>& opts,
+                         const sequences<DB>* grad_tokens, const backward_options<Y>& opts,
                          const backward_names& names = {}) {
   std::vector<index_t> o0, o1, o2, o3, o4;
   const auto& gates_h = host_readable(exec, gates, o0);
-  check_backward_arguments(gates_h, host_readable(exec, x, o1), host_readable(exec, grad_x, o2),
-                           host_readable(exec, grad_gates, o3), host_readable(exec, grad_tokens, o4), opts, names);
+  if (grad_tokens != nullptr) {
+    const auto tokens_h = host_readable(exec, *grad_tokens, o4);
+    check_backward_arguments(gates_h, host_readable(exec, x, o1), host_readable(exec, grad_x, o2),
+                             host_readable(exec, grad_gates, o3), &tokens_h, opts, names);
+  } else {
+    check_backward_arguments(gates_h, host_readable(exec, x, o1), host_readable(exec, grad_x, o2),
+                             host_readable(exec, grad_gates, o3), grad_tokens, opts, names);
+  }
   const std::string data = ".data";
   if (gates.count() > 0 && time_extent(gates_h) > 0) {
     require_backend_memory(exec, gates.data, names.gates + data);
     require_backend_memory(exec, x.data, names.x + data);
     require_backend_memory(exec, grad_x.data, names.grad_x + data);
     require_backend_memory(exec, grad_gates.data, names.grad_gates + data);
-    require_backend_memory(exec, grad_tokens.data, names.grad_tokens + data);
+    if (grad_tokens != nullptr) require_backend_memory(exec, grad_tokens->data, names.grad_tokens + data);
   }
   if (gates.count() > 0) {
     require_backend_memory(exec, opts.initial, "options.initial");

@@ -138,7 +138,7 @@ void affine_recurrence_backward(const Exec& exec, const sequences<MW>& W, const 
   using adjoint_t = ops::affine_recurrence_adjoint<typename std::remove_cv_t<MW>::Scalar,
                                                    std::remove_cv_t<MW>::RowsAtCompileTime>;
   using vector = typename adjoint_t::vector;
-  detail::check_backward_call(exec, W, x, grad_x, grad_W, grad_b, opts, {"W", "x", "grad_x", "grad_W", "grad_b"});
+  detail::check_backward_call(exec, W, x, grad_x, grad_W, &grad_b, opts, {"W", "x", "grad_x", "grad_W", "grad_b"});
   options<vector> scan;
   scan.reverse = !opts.reverse;
   scan.exclusive = true;

@@ -132,7 +132,7 @@ template <class Exec, class A, class X, class G, class DA, class DB,
 void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
                                 const sequences<G>& grad_x, const sequences<DA>& grad_gates,
                                 const sequences<DB>& grad_tokens, const backward_options<Acc>& opts = {}) {
-  detail::check_backward_call(exec, gates, x, grad_x, grad_gates, grad_tokens, opts);
+  detail::check_backward_call(exec, gates, x, grad_x, grad_gates, &grad_tokens, opts);
   const ops::linear_recurrence_adjoint<Acc> adjoint;
   options<Acc> scan;
   scan.reverse = !opts.reverse;  // back from the forward's last step

@@ -23,7 +23,10 @@
 
 #include <parascan/config.hpp>
 #include <parascan/layout.hpp>
+#include <parascan/inputs.hpp>
 #include <parascan/options.hpp>
+#include <parascan/shifted.hpp>
+#include <parascan/validate.hpp>
 
 namespace parascan::ops {
 
@@ -50,6 +53,48 @@ struct matrix_product {
   }
 };
 
+/// The adjoint of the prefix chain: a reverse, exclusive scan over M, the upstream gradient G (dL/dP[t] of
+/// each product alone) and the products one step behind. With R[t] = dL/dP[t] through every later
+/// product, its state carries H[t], the gradient that reaches P[t-1] through step t:
+///   left_to_right (P[t] = P[t-1] M[t]): H[t] = (G[t] + H[t+1]) M[t]^T, the map X -> X M^T + G M^T;
+///   right_to_left (P[t] = M[t] P[t-1]): H[t] = M[t]^T (G[t] + H[t+1]), the map X -> M^T X + M^T G;
+/// before step t it holds H[t+1], R[t] = G[t] + H[t+1], and step t emits dL/dM[t] = P[t-1]^T R[t]
+/// (left_to_right) or R[t] P[t-1]^T (right_to_left). The total is H[0] = dL/d(initial matrix).
+template <class M, chain_order Order = chain_order::left_to_right>
+struct matrix_chain_adjoint {
+  /// The map X -> X A + C (left_to_right) or A X + C (right_to_left).
+  struct value_type {
+    M A, C;
+  };
+  PARASCAN_HD value_type identity() const { return {M::Identity(), M::Zero()}; }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    if constexpr (Order == chain_order::left_to_right)
+      return {earlier.A * later.A, earlier.C * later.A + later.C};
+    else
+      return {later.A * earlier.A, later.A * earlier.C + later.C};
+  }
+  template <class MM, class MG, class MP>
+  PARASCAN_HD value_type lift(const Eigen::MatrixBase<MM>& m, const Eigen::MatrixBase<MG>& g,
+                              const Eigen::MatrixBase<MP>&) const {
+    const M mt = m.transpose();
+    if constexpr (Order == chain_order::left_to_right)
+      return {mt, g * mt};
+    else
+      return {mt, mt * g};
+  }
+  PARASCAN_HD M project(const value_type& s) const { return s.C; }
+  PARASCAN_HD value_type seed(const M& h) const { return {M::Identity(), h}; }
+  template <class MM, class MG, class MP>
+  PARASCAN_HD M emit(const value_type& s, const Eigen::MatrixBase<MM>&, const Eigen::MatrixBase<MG>& g,
+                     const Eigen::MatrixBase<MP>& p_prev) const {
+    const M r = g + s.C;
+    if constexpr (Order == chain_order::left_to_right)
+      return p_prev.transpose() * r;
+    else
+      return r * p_prev.transpose();
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -63,6 +108,34 @@ template <chain_order Order = chain_order::left_to_right, class Exec, class M>
 void matrix_chain(const Exec& exec, const sequences<M>& in, const sequences<std::remove_const_t<M>>& out,
                   const options<std::remove_const_t<M>>& opts = {}) {
   prefix_scan(exec, ops::matrix_product<std::remove_const_t<M>, Order>{}, in, out, opts);
+}
+
+/// Gradients of out = matrix_chain<Order>(in, out, {reverse, initial}) for a loss L, from the factors
+/// `in`, the products `out` and the upstream gradient `grad_out` (dL/dout[t] of each product alone):
+/// grad_in = dL/din; opts.grad_final adds dL/d(final product), opts.grad_initial receives
+/// dL/d(initial matrix). One reverse scan (ops::matrix_chain_adjoint) reading the products one step
+/// behind (shifted). All views share one shape (any layout).
+template <chain_order Order = chain_order::left_to_right, class Exec, class M, class P, class G, class D>
+void matrix_chain_backward(const Exec& exec, const sequences<M>& in, const sequences<P>& out,
+                           const sequences<G>& grad_out, const sequences<D>& grad_in,
+                           const backward_options<std::remove_const_t<M>>& opts = {}) {
+  using matrix = std::remove_const_t<M>;
+  detail::check_backward_call(exec, in, out, grad_out, grad_in, static_cast<const sequences<D>*>(nullptr), opts,
+                              {"in", "out", "grad_out", "grad_in", ""});
+  options<matrix> scan;
+  scan.reverse = !opts.reverse;
+  scan.exclusive = true;
+  scan.initial = opts.grad_final;
+  scan.final = opts.grad_initial;
+  const index_t behind = opts.reverse ? 1 : -1;  // P[t - 1] in the forward's order; the initial matrix (or I) first
+  const ops::matrix_chain_adjoint<matrix, Order> adjoint;
+  if (opts.initial != nullptr)
+    prefix_scan(exec, adjoint, parascan::inputs(in, grad_out, parascan::shifted(out, behind, opts.initial)), grad_in,
+                scan);
+  else
+    prefix_scan(exec, adjoint,
+                parascan::inputs(in, grad_out, parascan::shifted(out, behind, matrix(matrix::Identity()))), grad_in,
+                scan);
 }
 
 /// Chain products: result[s] = the product of every matrix of sequence s, in the given order.
