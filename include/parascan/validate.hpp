@@ -163,6 +163,16 @@ void check_alias(const sequences<T>& in, const sequences<U>& out, const std::str
   if (!apart) fail("output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
+/// The bytes an input reads besides its view: a shifted input's per-sequence boundary values.
+template <class T>
+byte_span extra_reads(const sequences<T>&, index_t) {
+  return {};
+}
+template <class T, class B>
+byte_span extra_reads(const shifted_sequences<T, B>& v, index_t count) {
+  return span_of(v.boundaries, count);
+}
+
 /// A shifted input reads, at step t, what step t + lag writes: it may not alias the output at all, and
 /// neither may its per-sequence boundary values.
 template <class T, class B, class U>
@@ -200,6 +210,7 @@ void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out
     check_same_shape(v, out, name);
     check_alias(input, out, name);
     if (span_of(v).overlaps(extra_out)) fail(extra_name, "no overlap with " + name);
+    if (extra_reads(input, out.count()).overlaps(extra_out)) fail(extra_name, "no overlap with " + name + ".boundaries");
   });
   if (span_of(out).overlaps(extra_out)) fail(extra_name, "no overlap with the output");
 }
@@ -215,6 +226,7 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
     check_view(v, name);
     check_same_shape(v, underlying(in.head), name);
     if (span_of(v).overlaps(result)) fail("result", "no overlap with " + name);
+    if (extra_reads(input, count).overlaps(result)) fail("result", "no overlap with " + name + ".boundaries");
   });
   if (result.lo == 0 && count != 0) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");
 }

@@ -217,6 +217,16 @@ TEST_CASE_FIXTURE(fixture, "a shifted input may not alias the output, not even i
   // Per-sequence boundary values inside the output.
   check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(y.data(), 8), 1, x.data() + 2), v); },
                  {"output", "boundaries"}, guard);
+  // Per-sequence boundary values where the final states or reduce results go.
+  std::vector<float> edges = poisoned<float>(4);
+  guard.watch(edges);
+  const auto two = parascan::bdt(w.data(), 1, 2, 8);
+  parascan::options<float> to_edges;
+  to_edges.final = edges.data() + 1;
+  check_rejected([&] { parascan::prefix_scan(exec, sum{}, parascan::shifted(two, -1, edges.data()), parascan::bdt(y.data(), 1, 2, 8), to_edges); },
+                 {"options.final", "boundaries"}, guard);
+  check_rejected([&] { parascan::reduce_scan(exec, sum{}, parascan::shifted(two, -1, edges.data()), edges.data() + 1); },
+                 {"result", "boundaries"}, guard);
   // Apart: accepted.
   parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(y.data(), 8), 1), v);
 }
