@@ -215,17 +215,23 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
 
 namespace detail {
 
-/// The composed state of every sequence (from its start state, in scan order) passed to
-/// write(s, state). Projected: only project(state) is used, so sequential loops may use step().
-template <class Policy, bool Projected, class Op, class In, class Write>
-void reduce_sequences(const host& exec, const Op& op, const In& inputs, const options<output_t<Op>>& opts,
-                      Write&& write) {
+/// result[s] = the composed state of sequence s (from its start state, in scan order), project()ed when
+/// Projected (then sequential loops may use step()). Checks the arguments first.
+template <class Policy, bool Projected, class Op, class In, class R>
+void reduce_sequences(const host& exec, const Op& op, const In& inputs, R* result, const options<output_t<Op>>& opts) {
+  static_assert(check_operator<Op>());
   using policy = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
                                     default_policy_t<Op, arch::host>, Policy>;
   constexpr carry_use use = Projected ? carry_use::projected : carry_use::exact;
   const auto& in = as_pack(inputs);
   const auto& shape = in.head;
   const index_t count = shape.count();
+  check_reduce_arguments(in, span_of(opts.initial, count), span_of(result, count), count);
+  check_reduce_options<Op>(opts);
+  const auto write = [&](index_t s, const state_t<Op>& total) {
+    if constexpr (Projected) result[s] = project(op, total);
+    else result[s] = total;
+  };
   const unsigned workers = host_threads(exec);
   if (count >= index_t(workers) || workers == 1) {
     parallel_sequences(workers, count, [&](index_t s) {
@@ -249,13 +255,7 @@ void reduce_sequences(const host& exec, const Op& op, const In& inputs, const op
 template <class Policy = use_default_policy, class Op, class In>
 void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>* result,
                  const options<output_t<Op>>& opts = {}) {
-  static_assert(check_operator<Op>());
-  const index_t count = as_pack(inputs).head.count();
-  detail::check_reduce_arguments(as_pack(inputs), detail::span_of(opts.initial, count), detail::span_of(result, count),
-                                 count);
-  detail::check_reduce_options<Op>(opts);
-  detail::reduce_sequences<Policy, true>(exec, op, inputs, opts,
-                                         [&](index_t s, const state_t<Op>& total) { result[s] = project(op, total); });
+  detail::reduce_sequences<Policy, true>(exec, op, inputs, result, opts);
 }
 
 /// The whole composed state of every sequence, not project() of it: result[s] = initial + all steps of
@@ -265,13 +265,7 @@ void reduce_scan(const host& exec, const Op& op, const In& inputs, output_t<Op>*
 template <class Policy = use_default_policy, class Op, class In>
 void reduce_states(const host& exec, const Op& op, const In& inputs, state_t<Op>* result,
                    const options<output_t<Op>>& opts = {}) {
-  static_assert(check_operator<Op>());
-  const index_t count = as_pack(inputs).head.count();
-  detail::check_reduce_arguments(as_pack(inputs), detail::span_of(opts.initial, count), detail::span_of(result, count),
-                                 count);
-  detail::check_reduce_options<Op>(opts);
-  detail::reduce_sequences<Policy, false>(exec, op, inputs, opts,
-                                          [&](index_t s, const state_t<Op>& total) { result[s] = total; });
+  detail::reduce_sequences<Policy, false>(exec, op, inputs, result, opts);
 }
 
 }  // namespace parascan

@@ -39,4 +39,24 @@ struct backward_options {
   Y* grad_initial = nullptr;
 };
 
+/// The options of a recurrence's adjoint scan (the `*_backward` wrappers): back from the forward's last
+/// step, exclusive (step t sees the gradient from the steps after it), seeded with dL/d(final state), its
+/// total written as dL/d(initial state).
+template <class Y>
+options<Y> adjoint_options(const backward_options<Y>& b) {
+  options<Y> scan;
+  scan.reverse = !b.reverse;
+  scan.exclusive = true;
+  scan.initial = b.grad_final;
+  scan.final = b.grad_initial;
+  return scan;
+}
+
+/// Where a backward pass reads x[t - 1] of the forward's order: one step behind in time, or ahead when
+/// the forward ran in reverse.
+template <class Y>
+index_t previous_step(const backward_options<Y>& b) {
+  return b.reverse ? 1 : -1;
+}
+
 }  // namespace parascan

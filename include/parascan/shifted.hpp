@@ -50,7 +50,7 @@ struct shifted_sequences {
 };
 
 /// `view` read `lag` steps away: element t of sequence s is view[s][t + lag], `boundary` where t + lag is
-/// outside [0, n).
+/// outside [0, n) (value-initialized by default: zero for arithmetic types; Eigen matrices need one).
 template <class T>
 shifted_sequences<std::remove_const_t<T>> shifted(const sequences<T>& view, index_t lag,
                                                   const std::remove_const_t<T>& boundary = {}) {
@@ -62,6 +62,14 @@ shifted_sequences<std::remove_const_t<T>> shifted(const sequences<T>& view, inde
 template <class T, class B>
 shifted_sequences<std::remove_const_t<T>, B> shifted(const sequences<T>& view, index_t lag, const B* boundaries) {
   return {view, lag, {}, boundaries};
+}
+
+/// Per-sequence boundary values where `boundaries` is given, `boundary` for every sequence where it is null
+/// (a backward pass's x[-1]: the forward's initial states, or zero).
+template <class T, class B>
+shifted_sequences<std::remove_const_t<T>, B> shifted(const sequences<T>& view, index_t lag,
+                                                     const std::remove_const_t<T>& boundary, const B* boundaries) {
+  return {view, lag, boundary, boundaries};
 }
 
 /// The plain view under an input (for checks of shapes and addresses).

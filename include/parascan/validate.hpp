@@ -147,6 +147,13 @@ address_set address_set_of(const sequences<T>& v) {
           {v.extent[0], v.extent[1], v.length}};
 }
 
+/// Whether two views share no byte (decided exactly for uniform views, conservatively for packed ones).
+template <class T, class U>
+bool views_apart(const sequences<T>& a, const sequences<U>& b) {
+  return !span_of(a).overlaps(span_of(b)) ||
+         (!a.packed() && !b.packed() && shares_bytes(address_set_of(a), address_set_of(b)) == overlap::no);
+}
+
 /// An output may alias an input only exactly (in place: same address, element size and strides), or not
 /// at all: views whose address ranges interleave without a shared byte (strided, uniform views, decided
 /// exactly by overlap.hpp) are apart; packed views, and searches too long to finish, count as shared.
@@ -157,10 +164,7 @@ void check_alias(const sequences<T>& in, const sequences<U>& out, const std::str
                      static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
                      in.stride[0] == out.stride[0] && in.stride[1] == out.stride[1] &&
                      in.time_stride == out.time_stride && in.offsets == out.offsets;
-  if (exact) return;
-  const bool apart =
-      !in.packed() && !out.packed() && shares_bytes(address_set_of(in), address_set_of(out)) == overlap::no;
-  if (!apart) fail("output", "no overlap with " + name + " other than exact in-place aliasing");
+  if (!exact && !views_apart(in, out)) fail("output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
 /// The bytes an input reads besides its view: a shifted input's per-sequence boundary values.
@@ -177,12 +181,8 @@ byte_span extra_reads(const shifted_sequences<T, B>& v, index_t count) {
 /// neither may its per-sequence boundary values.
 template <class T, class B, class U>
 void check_alias(const shifted_sequences<T, B>& in, const sequences<U>& out, const std::string& name) {
-  const bool apart = !span_of(in.view).overlaps(span_of(out)) ||
-                     (!in.view.packed() && !out.packed() &&
-                      shares_bytes(address_set_of(in.view), address_set_of(out)) == overlap::no);
-  if (!apart) fail("output", "no overlap with " + name + " (a shifted input; not even in place)");
-  if (span_of(in.boundaries, out.count()).overlaps(span_of(out)))
-    fail("output", "no overlap with " + name + ".boundaries");
+  if (!views_apart(in.view, out)) fail("output", "no overlap with " + name + " (a shifted input; not even in place)");
+  if (extra_reads(in, out.count()).overlaps(span_of(out))) fail("output", "no overlap with " + name + ".boundaries");
 }
 
 /// Initial states are read before anything is written, sequence by sequence: they may be the very array
@@ -231,16 +231,6 @@ void check_reduce_arguments(const input_pack<In...>& in, byte_span initial, byte
   if (result.lo == 0 && count != 0) fail("result", "a non-null pointer for " + std::to_string(count) + " sequences");
 }
 
-/// Whether two views share no byte (decided exactly for uniform views, conservatively for packed ones).
-template <class T, class U>
-bool views_apart(const sequences<T>& a, const sequences<U>& b) {
-  return !span_of(a).overlaps(span_of(b)) ||
-         (!a.packed() && !b.packed() && shares_bytes(address_set_of(a), address_set_of(b)) == overlap::no);
-}
-
-/// A backward pass's checks, all before it writes anything: every view of the gates' shape, each output
-/// apart from the other and from every input (the passes read inputs after writing outputs: no in-place
-/// aliasing either), and the per-sequence states apart from the outputs.
 /// The argument names a recurrence's backward pass reports: its gates, states, upstream gradient and the
 /// two gradients it writes.
 struct backward_names {
@@ -248,6 +238,9 @@ struct backward_names {
              *grad_tokens = "grad_tokens";
 };
 
+/// A backward pass's checks, all before it writes anything: every view of the gates' shape, each output
+/// apart from the other and from every input (the passes read inputs after writing outputs: no in-place
+/// aliasing either), and the per-sequence states apart from the outputs. grad_tokens may be null.
 template <class A, class X, class G, class DA, class DB, class Y>
 void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, const sequences<G>& grad_x,
                               const sequences<DA>& grad_gates, const sequences<DB>* grad_tokens,

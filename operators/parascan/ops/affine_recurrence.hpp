@@ -139,20 +139,11 @@ void affine_recurrence_backward(const Exec& exec, const sequences<MW>& W, const 
                                                    std::remove_cv_t<MW>::RowsAtCompileTime>;
   using vector = typename adjoint_t::vector;
   detail::check_backward_call(exec, W, x, grad_x, grad_W, &grad_b, opts, {"W", "x", "grad_x", "grad_W", "grad_b"});
-  options<vector> scan;
-  scan.reverse = !opts.reverse;
-  scan.exclusive = true;
-  scan.initial = opts.grad_final;
-  scan.final = opts.grad_initial;
+  options<vector> scan = adjoint_options(opts);
   prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x), grad_b, scan);
-  const index_t behind = opts.reverse ? 1 : -1;
-  scan.final = nullptr;
-  if (opts.initial != nullptr)
-    prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, parascan::shifted(x, behind, opts.initial)), grad_W,
-                scan);
-  else
-    prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, parascan::shifted(x, behind, vector(vector::Zero()))),
-                grad_W, scan);
+  scan.final = nullptr;  // dL/dx0 is written once
+  const auto x_prev = parascan::shifted(x, previous_step(opts), vector(vector::Zero()), opts.initial);
+  prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, x_prev), grad_W, scan);
 }
 
 }  // namespace parascan

@@ -134,21 +134,11 @@ void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, con
                                 const sequences<DB>& grad_tokens, const backward_options<Acc>& opts = {}) {
   detail::check_backward_call(exec, gates, x, grad_x, grad_gates, &grad_tokens, opts);
   const ops::linear_recurrence_adjoint<Acc> adjoint;
-  options<Acc> scan;
-  scan.reverse = !opts.reverse;  // back from the forward's last step
-  scan.exclusive = true;         // step t sees h[t + 1]
-  scan.initial = opts.grad_final;
-  scan.final = opts.grad_initial;
+  options<Acc> scan = adjoint_options(opts);
   prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x), grad_tokens, scan);
-  // x[t - 1] in the forward's order: one step behind (ahead in time when it ran in reverse), its initial
-  // state (or zero) before the first step.
-  const index_t behind = opts.reverse ? 1 : -1;
-  scan.final = nullptr;
-  if (opts.initial != nullptr)
-    prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, parascan::shifted(x, behind, opts.initial)), grad_gates,
-                scan);
-  else
-    prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, parascan::shifted(x, behind)), grad_gates, scan);
+  scan.final = nullptr;  // dL/dx0 is written once
+  const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<X>{}, opts.initial);
+  prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, x_prev), grad_gates, scan);
 }
 
 }  // namespace parascan

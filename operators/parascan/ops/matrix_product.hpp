@@ -122,20 +122,10 @@ void matrix_chain_backward(const Exec& exec, const sequences<M>& in, const seque
   using matrix = std::remove_const_t<M>;
   detail::check_backward_call(exec, in, out, grad_out, grad_in, static_cast<const sequences<D>*>(nullptr), opts,
                               {"in", "out", "grad_out", "grad_in", ""});
-  options<matrix> scan;
-  scan.reverse = !opts.reverse;
-  scan.exclusive = true;
-  scan.initial = opts.grad_final;
-  scan.final = opts.grad_initial;
-  const index_t behind = opts.reverse ? 1 : -1;  // P[t - 1] in the forward's order; the initial matrix (or I) first
-  const ops::matrix_chain_adjoint<matrix, Order> adjoint;
-  if (opts.initial != nullptr)
-    prefix_scan(exec, adjoint, parascan::inputs(in, grad_out, parascan::shifted(out, behind, opts.initial)), grad_in,
-                scan);
-  else
-    prefix_scan(exec, adjoint,
-                parascan::inputs(in, grad_out, parascan::shifted(out, behind, matrix(matrix::Identity()))), grad_in,
-                scan);
+  // The products one step behind: the initial matrix (or I) before the first.
+  const auto p_prev = parascan::shifted(out, previous_step(opts), matrix(matrix::Identity()), opts.initial);
+  prefix_scan(exec, ops::matrix_chain_adjoint<matrix, Order>{}, parascan::inputs(in, grad_out, p_prev), grad_in,
+              adjoint_options(opts));
 }
 
 /// Chain products: result[s] = the product of every matrix of sequence s, in the given order.
