@@ -195,7 +195,9 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
       continue;
     }
     const index_t parts = index_t(workers) + 1;
-    const auto chunk = [&](index_t k) { return std::pair(detail::chunk_begin(k, parts, n), detail::chunk_begin(k + 1, parts, n)); };
+    const auto chunk = [&](index_t k) {
+      return std::pair(detail::chunk_begin(k, parts, n), detail::chunk_begin(k + 1, parts, n));
+    };
     std::vector<S> carry(parts, op.identity());  // carry[k]: the state before chunk k (a total, in phase 1)
     detail::run_workers(workers, [&](unsigned k) {  // phase 1
       const auto [p0, p1] = chunk(k);

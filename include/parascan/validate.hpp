@@ -164,7 +164,8 @@ void check_alias(const sequences<T>& in, const sequences<U>& out, const std::str
                      static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
                      in.stride[0] == out.stride[0] && in.stride[1] == out.stride[1] &&
                      in.time_stride == out.time_stride && in.offsets == out.offsets;
-  if (!exact && !views_apart(in, out)) fail("output", "no overlap with " + name + " other than exact in-place aliasing");
+  if (!exact && !views_apart(in, out))
+    fail("output", "no overlap with " + name + " other than exact in-place aliasing");
 }
 
 /// The bytes an input reads besides its view: a shifted input's per-sequence boundary values.
@@ -210,7 +211,8 @@ void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out
     check_same_shape(v, out, name);
     check_alias(input, out, name);
     if (span_of(v).overlaps(extra_out)) fail(extra_name, "no overlap with " + name);
-    if (extra_reads(input, out.count()).overlaps(extra_out)) fail(extra_name, "no overlap with " + name + ".boundaries");
+    if (extra_reads(input, out.count()).overlaps(extra_out))
+      fail(extra_name, "no overlap with " + name + ".boundaries");
   });
   if (span_of(out).overlaps(extra_out)) fail(extra_name, "no overlap with the output");
 }

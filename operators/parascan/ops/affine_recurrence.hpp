@@ -110,7 +110,8 @@ struct affine_recurrence_adjoint {
 
 /// The operator for W stored as the Eigen matrix type M.
 template <class M>
-using affine_recurrence_for = affine_recurrence<typename std::remove_cv_t<M>::Scalar, std::remove_cv_t<M>::RowsAtCompileTime>;
+using affine_recurrence_for =
+    affine_recurrence<typename std::remove_cv_t<M>::Scalar, std::remove_cv_t<M>::RowsAtCompileTime>;
 
 }  // namespace parascan::ops
 
