@@ -1,12 +1,13 @@
 // The backward pass of x[t] = a[t] x[t-1] + b[t] written with the engine's pieces: shifted inputs (the
-// gates one step ahead, the states one step behind) and an epilogue that sees the step's inputs (emit).
+// gates one step ahead, the states one step behind), an epilogue that sees the step's inputs (emit) and
+// several outputs written by one scan (parascan::outputs, parascan::values).
 //
 // With g[t] = dL/dx[t] through the whole future (dy[t] = the upstream gradient of output t):
 //   g[t] = dy[t] + a[t+1] g[t+1]        a reverse linear recurrence over the gates shifted by one,
 //   dL/db[t] = g[t],  dL/da[t] = g[t] x[t-1] (x[-1] = x0),  dL/dx0 = a[0] g[0].
-// The first scan writes g (= dL/db); the second runs the same recurrence and emits g[t] x[t-1] from a
-// third input, the states shifted back by one step. The library's linear_recurrence_backward does the
-// same; both are checked against a plain loop; exits 1 on a mismatch.
+// One reverse scan reads a[t+1], dy[t] and x[t-1] at step t and writes both dL/db[t] and dL/da[t]. The
+// library's linear_recurrence_backward does the same in its own terms (an exclusive scan over the
+// unshifted gates, which also gives dL/dx0); both are checked against a plain loop; exits 1 on a mismatch.
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/parascan.hpp>
 
@@ -18,8 +19,8 @@
 namespace {
 
 /// The adjoint recurrence g = a[t+1] g + dy[t] (inputs: shifted gates, upstream gradient, shifted
-/// states), writing dL/da[t] = g[t] x[t-1] through emit.
-struct gate_gradient {
+/// states), writing dL/db[t] = g[t] and dL/da[t] = g[t] x[t-1] through emit.
+struct linear_backward {
   using value_type = parascan::ops::linear_state<float>;
   parascan::ops::linear_recurrence<float> rec;
   PARASCAN_HD value_type identity() const { return rec.identity(); }
@@ -28,7 +29,9 @@ struct gate_gradient {
   }
   PARASCAN_HD value_type lift(float a_next, float dy, float) const { return {a_next, dy}; }
   PARASCAN_HD float project(const value_type& s) const { return s.b; }
-  PARASCAN_HD float emit(const value_type& s, float, float, float x_prev) const { return s.b * x_prev; }
+  PARASCAN_HD parascan::value_pack<float, float> emit(const value_type& s, float, float, float x_prev) const {
+    return parascan::values(s.b, s.b * x_prev);
+  }
 };
 
 }  // namespace
@@ -48,15 +51,14 @@ int main() {
   forward.initial = &x0;
   parascan::linear_recurrence(exec, view(a), view(b), view(x), forward);
 
-  // g = dL/db: the gates one step ahead (0 past the end), in reverse.
+  // In reverse: the gates one step ahead (0 past the end), the states one step behind (x0 before t = 0);
+  // dL/db to the first output, dL/da to the second.
   parascan::options<float> backward;
   backward.reverse = true;
-  parascan::prefix_scan(exec, parascan::ops::linear_recurrence<float>{},
-                        parascan::inputs(parascan::shifted(view(a), +1, 0.0f), view(dy)), view(db), backward);
-  // dL/da[t] = g[t] x[t-1]: the same recurrence, emitting from the states one step behind (x0 before t = 0).
-  parascan::prefix_scan(exec, gate_gradient{},
-                        parascan::inputs(parascan::shifted(view(a), +1, 0.0f), view(dy), parascan::shifted(view(x), -1, x0)),
-                        view(da), backward);
+  parascan::prefix_scan(
+      exec, linear_backward{},
+      parascan::inputs(parascan::shifted(view(a), +1, 0.0f), view(dy), parascan::shifted(view(x), -1, x0)),
+      parascan::outputs(view(db), view(da)), backward);
   const float dx0 = a[0] * db[0];
 
   // The library's wrapper computes the same (ops::linear_recurrence_adjoint, with the initial state).

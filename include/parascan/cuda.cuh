@@ -19,6 +19,7 @@
 #include "layout.hpp"
 #include "operator_traits.hpp"
 #include "options.hpp"
+#include "outputs.hpp"
 #include "policy.hpp"
 #include "validate.hpp"
 
@@ -92,6 +93,14 @@ std::pair<Pack, Pack> stage_inputs(const Pack& in, staged_offsets& staged) {
   return {on_host, on_device};
 }
 
+/// Every output's view with host offsets (checks) and with device offsets (kernels).
+template <class Outs>
+std::pair<Outs, Outs> stage_outputs(const Outs& out, staged_offsets& staged) {
+  constexpr int n = Outs::size;
+  return {transform_views(out, [&](const auto& v, int k) { return staged.stage(v, output_name(k, n)).first; }),
+          transform_views(out, [&](const auto& v, int k) { return staged.stage(v, output_name(k, n)).second; })};
+}
+
 /// What dispatch needs to know of a (host-offsets) view.
 template <class T>
 batch_shape shape_of(const sequences<T>& v) {
@@ -106,29 +115,35 @@ batch_shape shape_of(const sequences<T>& v) {
 }  // namespace detail
 
 /// Inclusive or exclusive prefix scan on the GPU; see the host overload in host.hpp for the contract.
-template <class Policy = use_default_policy, class Op, class In, class Out>
-void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const sequences<Out>& output,
+template <class Policy = use_default_policy, class Op, class In, class Outs>
+void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const Outs& outputs,
                  const options<output_t<Op>>& opts = {}) {
   static_assert(check_operator<Op>());
-  using policy = detail::cuda_policy_for<Policy, Op, std::decay_t<decltype(as_pack(inputs))>>;
+  using pack = std::decay_t<decltype(as_pack(inputs))>;
+  using out_pack = std::decay_t<decltype(as_outputs(outputs))>;
+  static_assert(check_outputs<Op, pack, out_pack>());
+  using policy = detail::cuda_policy_for<Policy, Op, pack>;
   temp_allocator& alloc = detail::allocator_of(exec);
   detail::staged_offsets staged(alloc, exec.stream);
   const auto [in_host, in_device] = detail::stage_inputs(as_pack(inputs), staged);
-  const auto [out_host, out_device] = staged.stage(output, "output");
-  const index_t count = out_host.count();
+  const auto [out_host, out_device] = detail::stage_outputs(as_outputs(outputs), staged);
+  const index_t count = out_host.head.count();
   detail::check_scan_arguments(in_host, out_host, detail::span_of(opts.initial, count),
                                detail::span_of(opts.final, count), "options.final");
   detail::check_scan_options<Op>(opts);
-  if (count > 0 && detail::time_extent(out_host) > 0) detail::require_device_pointer(output.data, "output.data");
+  if (count > 0 && detail::time_extent(out_host.head) > 0)
+    for_each_output(out_host, [&](const auto& v, int k) {
+      detail::require_device_pointer(v.data, detail::output_name(k, out_pack::size) + ".data");
+    });
   if (count > 0) {
     detail::require_device_pointer(opts.initial, "options.initial");
     detail::require_device_pointer(opts.final, "options.final");
   }
   if (count == 0) return;
 
-  engine::segment_args<Op, std::decay_t<decltype(in_device)>, Out> args{
+  engine::segment_args<Op, pack, out_pack> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
-  engine::run<policy, true>(args, detail::shape_of(out_host), alloc, exec.stream);
+  engine::run<policy, true>(args, detail::shape_of(out_host.head), alloc, exec.stream);
 }
 
 namespace detail {
@@ -151,7 +166,7 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
   require_device_pointer(totals != nullptr ? static_cast<const void*>(totals) : states, "result");
   require_device_pointer(opts.initial, "options.initial");
 
-  engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_t<Op>> args{
+  engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_pack<>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
   engine::run<policy, false>(args, shape_of(underlying(in_host.head)), alloc, exec.stream);
 }

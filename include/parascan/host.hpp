@@ -18,6 +18,7 @@
 #include "layout.hpp"
 #include "operator_traits.hpp"
 #include "options.hpp"
+#include "outputs.hpp"
 #include "policy.hpp"
 #include "validate.hpp"
 
@@ -105,28 +106,28 @@ state_t<Op> fold(const Op& op, const Pack& in, index_t s, index_t n, index_t p0,
 
 /// Scans steps [p0, p1) of sequence s from `carry`, writing each output; returns the carry after them.
 /// The options are template arguments, so that each of the four loops is compiled without branches.
-template <carry_use Use, bool Exclusive, bool Reverse, class Op, class Pack, class Out>
-state_t<Op> scan_loop(const Op& op, const Pack& in, const sequences<Out>& out, index_t s, index_t n, index_t p0,
-                      index_t p1, state_t<Op> carry) {
+template <carry_use Use, bool Exclusive, bool Reverse, class Op, class Pack, class Outs>
+state_t<Op> scan_loop(const Op& op, const Pack& in, const Outs& out, index_t s, index_t n, index_t p0, index_t p1,
+                      state_t<Op> carry) {
   const auto seq = bind(in, s);
-  const auto y = out.cursor_of(s);
+  const auto y = bind_outputs(out, s);
   for (index_t p = p0; p < p1; ++p) {
     const index_t t = Reverse ? n - 1 - p : p;
     const state_t<Op> x = lift_at(op, seq, t);  // read before the write: in-place aliasing is allowed
     if constexpr (Exclusive) {
-      y[t] = static_cast<Out>(emit_at(op, carry, seq, t));
+      store_at(y, t, emit_at(op, carry, seq, t));
       carry = advance<Use>(op, carry, x);
     } else {
       carry = advance<Use>(op, carry, x);
-      y[t] = static_cast<Out>(emit_at(op, carry, seq, t));
+      store_at(y, t, emit_at(op, carry, seq, t));
     }
   }
   return carry;
 }
 
-template <carry_use Use, class Op, class Pack, class Out>
-state_t<Op> scan_steps(const Op& op, const Pack& in, const sequences<Out>& out, index_t s, index_t n, index_t p0,
-                       index_t p1, const options<output_t<Op>>& opts, state_t<Op> carry) {
+template <carry_use Use, class Op, class Pack, class Outs>
+state_t<Op> scan_steps(const Op& op, const Pack& in, const Outs& out, index_t s, index_t n, index_t p0, index_t p1,
+                       const options<output_t<Op>>& opts, state_t<Op> carry) {
   if (opts.exclusive) {
     return opts.reverse ? scan_loop<Use, true, true>(op, in, out, s, n, p0, p1, carry)
                         : scan_loop<Use, true, false>(op, in, out, s, n, p0, p1, carry);
@@ -154,16 +155,20 @@ state_t<Op> fold_split(const Op& op, const Pack& in, index_t s, index_t n, bool 
 }  // namespace detail
 
 /// Inclusive or exclusive prefix scan of every sequence of `inputs` (one view or parascan::inputs(...)),
-/// writing project(state) to `output` (same shape). See options.hpp for the options.
-template <class Policy = use_default_policy, class Op, class In, class Out>
-void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequences<Out>& output,
+/// writing emit(state, inputs at the step) -- project(state) by default -- to `outputs` (one view, or
+/// parascan::outputs(...) for an emit() that gives parascan::values(...); every view of one shape). See
+/// options.hpp for the options.
+template <class Policy = use_default_policy, class Op, class In, class Outs>
+void prefix_scan(const host& exec, const Op& op, const In& inputs, const Outs& outputs,
                  const options<output_t<Op>>& opts = {}) {
   static_assert(check_operator<Op>());
   using policy = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
                                     default_policy_t<Op, arch::host>, Policy>;
   using S = state_t<Op>;
   const auto& in = as_pack(inputs);
-  const index_t count = output.count();
+  const auto& output = as_outputs(outputs);
+  static_assert(check_outputs<Op, std::decay_t<decltype(in)>, std::decay_t<decltype(output)>>());
+  const index_t count = output.head.count();
   detail::check_scan_arguments(in, output, detail::span_of(opts.initial, count), detail::span_of(opts.final, count),
                                "options.final");
   detail::check_scan_options<Op>(opts);
@@ -175,7 +180,7 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
   using detail::carry_use;
   if (count >= index_t(workers) || workers == 1) {
     detail::parallel_sequences(workers, count, [&](index_t s) {
-      const index_t n = output.length_of(s);
+      const index_t n = output.head.length_of(s);
       finish(s, detail::scan_steps<carry_use::projected>(op, in, output, s, n, 0, n, opts,
                                                          start_state(op, opts.initial, s)));
     });
@@ -188,7 +193,7 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const sequenc
   // Every worker is busy in both parallel phases, and each element is read twice except in chunk 0:
   // on 2 threads a sequence takes ~2/3 of the sequential time (phase 1 had worker p-1 idle before).
   for (index_t s = 0; s < count; ++s) {
-    const index_t n = output.length_of(s);
+    const index_t n = output.head.length_of(s);
     const S start = start_state(op, opts.initial, s);
     if (n < policy::split_length) {
       finish(s, detail::scan_steps<carry_use::projected>(op, in, output, s, n, 0, n, opts, start));

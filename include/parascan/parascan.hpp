@@ -10,5 +10,7 @@
 #include "layout.hpp"
 #include "operator_traits.hpp"
 #include "options.hpp"
+#include "outputs.hpp"
 #include "policy.hpp"
+#include "shifted.hpp"
 #include "version.hpp"

@@ -14,6 +14,7 @@
 #include "layout.hpp"
 #include "operator_traits.hpp"
 #include "options.hpp"
+#include "outputs.hpp"
 #include "overlap.hpp"
 
 namespace parascan {
@@ -158,14 +159,15 @@ bool views_apart(const sequences<T>& a, const sequences<U>& b) {
 /// at all: views whose address ranges interleave without a shared byte (strided, uniform views, decided
 /// exactly by overlap.hpp) are apart; packed views, and searches too long to finish, count as shared.
 template <class T, class U>
-void check_alias(const sequences<T>& in, const sequences<U>& out, const std::string& name) {
+void check_alias(const sequences<T>& in, const sequences<U>& out, const std::string& name,
+                 const std::string& out_name) {
   if (!span_of(in).overlaps(span_of(out))) return;
   const bool exact = sizeof(T) == sizeof(U) &&
                      static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
                      in.stride[0] == out.stride[0] && in.stride[1] == out.stride[1] &&
                      in.time_stride == out.time_stride && in.offsets == out.offsets;
   if (!exact && !views_apart(in, out))
-    fail("output", "no overlap with " + name + " other than exact in-place aliasing");
+    fail(out_name, "no overlap with " + name + " other than exact in-place aliasing");
 }
 
 /// The bytes an input reads besides its view: a shifted input's per-sequence boundary values.
@@ -181,40 +183,59 @@ byte_span extra_reads(const shifted_sequences<T, B>& v, index_t count) {
 /// A shifted input reads, at step t, what step t + lag writes: it may not alias the output at all, and
 /// neither may its per-sequence boundary values.
 template <class T, class B, class U>
-void check_alias(const shifted_sequences<T, B>& in, const sequences<U>& out, const std::string& name) {
-  if (!views_apart(in.view, out)) fail("output", "no overlap with " + name + " (a shifted input; not even in place)");
-  if (extra_reads(in, out.count()).overlaps(span_of(out))) fail("output", "no overlap with " + name + ".boundaries");
+void check_alias(const shifted_sequences<T, B>& in, const sequences<U>& out, const std::string& name,
+                 const std::string& out_name) {
+  if (!views_apart(in.view, out)) fail(out_name, "no overlap with " + name + " (a shifted input; not even in place)");
+  if (extra_reads(in, out.count()).overlaps(span_of(out))) fail(out_name, "no overlap with " + name + ".boundaries");
 }
 
 /// Initial states are read before anything is written, sequence by sequence: they may be the very array
 /// the final states go to (streaming: continue where the last call stopped), but may not overlap it
 /// otherwise, nor overlap the output (steps written before a later sequence reads its initial state).
-inline void check_initial(byte_span initial, byte_span final, byte_span out, const std::string& final_name) {
-  if (initial.overlaps(out)) fail("options.initial", "no overlap with the output");
+inline void check_initial(byte_span initial, byte_span final, byte_span out, const std::string& final_name,
+                          const std::string& out_name = "output") {
+  if (initial.overlaps(out)) fail("options.initial", "no overlap with " + out_name);
   if (initial.overlaps(final) && (initial.lo != final.lo || initial.hi != final.hi))
     fail("options.initial",
          "either exactly " + final_name + " (states carried from call to call) or no overlap with it");
 }
 
+/// The name errors give output k of a scan with `outputs` outputs: "output" for a single one.
+inline std::string output_name(int k, int outputs) {
+  return outputs == 1 ? std::string("output") : "outputs[" + std::to_string(k) + "]";
+}
+
 /// Every check of a prefix scan's arguments. `extra_out` is an extra output (final states) or empty.
-template <class... In, class Out>
-void check_scan_arguments(const input_pack<In...>& in, const sequences<Out>& out, byte_span initial,
+/// Several outputs have output 0's shape and share no byte (each may alias an input exactly, in place).
+template <class... In, class... Out>
+void check_scan_arguments(const input_pack<In...>& in, const output_pack<Out...>& outs, byte_span initial,
                           byte_span extra_out, const std::string& extra_name) {
-  check_initial(initial, extra_out, span_of(out), extra_name);
-  check_view(out, "output");
-  check_no_self_overlap(out, "output");
+  constexpr int n = int(sizeof...(Out));
+  for_each_output(outs, [&](const auto& out, int j) {
+    const std::string out_name = output_name(j, n);
+    check_initial(initial, extra_out, span_of(out), extra_name, out_name);
+    check_view(out, out_name);
+    check_no_self_overlap(out, out_name);
+    if (j > 0) check_same_shape(out, outs.head, out_name);
+    for_each_output(outs, [&](const auto& other, int i) {
+      if (i < j && !views_apart(other, out)) fail(out_name, "no overlap with " + output_name(i, n));
+    });
+  });
   int k = 0;
   for_each_view(in, [&](const auto& input) {
     const std::string name = input_name(k++);
     const auto& v = underlying(input);
     check_view(v, name);
-    check_same_shape(v, out, name);
-    check_alias(input, out, name);
+    check_same_shape(v, outs.head, name);
+    for_each_output(outs, [&](const auto& out, int j) { check_alias(input, out, name, output_name(j, n)); });
     if (span_of(v).overlaps(extra_out)) fail(extra_name, "no overlap with " + name);
-    if (extra_reads(input, out.count()).overlaps(extra_out))
+    if (extra_reads(input, outs.head.count()).overlaps(extra_out))
       fail(extra_name, "no overlap with " + name + ".boundaries");
   });
-  if (span_of(out).overlaps(extra_out)) fail(extra_name, "no overlap with the output");
+  for_each_output(outs, [&](const auto& out, int j) {
+    if (span_of(out).overlaps(extra_out))
+      fail(extra_name, "no overlap with " + (n == 1 ? "the output" : output_name(j, n)));
+  });
 }
 
 /// Every check of a reduce scan's arguments: inputs of one shape, results apart from them.

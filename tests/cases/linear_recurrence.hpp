@@ -106,6 +106,14 @@ struct readout {
   PARASCAN_HD float emit(const value_type& s, float, float, float c) const { return c * s.b; }
 };
 
+/// The same recurrence writing two outputs of different types from one scan: y[t] = c[t] x[t] (float)
+/// and x[t] itself (double).
+struct readout_and_state : readout {
+  PARASCAN_HD parascan::value_pack<float, float> emit(const value_type& s, float, float, float c) const {
+    return parascan::values(c * s.b, s.b);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("linear_recurrence: fp32 and fp64") {
@@ -205,11 +213,13 @@ TEST_CASE("linear_recurrence: reduce_states gives the whole state, and chunks' s
       }
 }
 
-TEST_CASE("emit: what a step writes from its state and its own inputs (y = c x), every layout and option") {
-  static_assert(parascan::emits<readout, float, float, float> && !parascan::emits<readout, float, float>);
+/// The readout y = c x (and, with two outputs, x as double) over every layout and option, against fp64.
+template <bool TwoOutputs>
+void check_readout() {
   ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
     ptest::backend_offsets offs(sh);
     ptest::buffer<float> a(sh.elements()), b(sh.elements()), c(sh.elements()), y(sh.elements());
+    ptest::buffer<double> x(TwoOutputs ? sh.elements() : 0);
     ptest::buffer<float> init(sh.count()), fin(sh.count());
     ptest::fast_random g;
     ptest::fill(a, [&] { return float(random_gate<float>(g).real()); });
@@ -217,17 +227,24 @@ TEST_CASE("emit: what a step writes from its state and its own inputs (y = c x),
     ptest::fill(c, [&] { return float(g.normal()); });
     ptest::fill(init, [&] { return float(g.normal()); });
     ptest::fill(y, [] { return ptest::poison<float>(); });
+    ptest::fill(x, [] { return ptest::poison<double>(); });
     ptest::fill(fin, [] { return ptest::poison<float>(); });
-    const auto view = [&](ptest::buffer<float>& buf) { return sh.view(buf.data(), offs.get(sh)); };
-    parascan::prefix_scan(ptest::exec(), readout{}, parascan::inputs(view(a), view(b), view(c)), view(y),
-                          ptest::options_for<float>(f, init.data(), fin.data()));
+    const auto view = [&](auto& buf) { return sh.view(buf.data(), offs.get(sh)); };
+    const auto opts = ptest::options_for<float>(f, init.data(), fin.data());
+    if constexpr (TwoOutputs)
+      parascan::prefix_scan(ptest::exec(), readout_and_state{}, parascan::inputs(view(a), view(b), view(c)),
+                            parascan::outputs(view(y), view(x)), opts);
+    else
+      parascan::prefix_scan(ptest::exec(), readout{}, parascan::inputs(view(a), view(b), view(c)), view(y), opts);
     y.download();
+    x.download();
     fin.download();
 
     recurrence_error err;
     const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
     const auto av = sh.view(a.host.data(), host_offsets), bv = sh.view(b.host.data(), host_offsets);
     const auto cv = sh.view(c.host.data(), host_offsets), yv = sh.view(y.host.data(), host_offsets);
+    const auto xv = sh.view(x.host.data(), host_offsets);
     for (index_t s = 0; s < sh.count(); ++s) {
       const double x0 = f.with_initial ? init.host[s] : 0.0;
       const auto total = ptest::reference_scan(
@@ -238,11 +255,21 @@ TEST_CASE("emit: what a step writes from its state and its own inputs (y = c x),
           },
           [&](index_t t, const std::pair<double, double>& x) {
             err.add(yv.at(s, t), cv.at(s, t) * x.first, std::abs(cv.at(s, t)) * x.second);
+            if (TwoOutputs) err.add(xv.at(s, t), x.first, x.second);
           });
       if (f.with_final) err.add(fin.host[s], total.first, total.second);
     }
     CHECK(err.relative() <= 8 * ptest::eps_of<float>());
   });
+}
+
+TEST_CASE("emit: what a step writes from its state and its own inputs (y = c x), every layout and option") {
+  static_assert(parascan::emits<readout, float, float, float> && !parascan::emits<readout, float, float>);
+  check_readout<false>();
+}
+
+TEST_CASE("output packs: one scan writes y = c x (float) and x (double), every layout and option") {
+  check_readout<true>();
 }
 
 TEST_CASE("shifted inputs: gates read one step ahead or behind, boundary values scalar or per sequence") {

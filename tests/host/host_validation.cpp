@@ -231,6 +231,43 @@ TEST_CASE_FIXTURE(fixture, "a shifted input may not alias the output, not even i
   parascan::prefix_scan(exec, sum{}, parascan::shifted(parascan::single(y.data(), 8), 1), v);
 }
 
+// Writes the sum and the doubled sum: two outputs from one scan.
+struct sum_and_double {
+  using value_type = float;
+  float identity() const { return 0.0f; }
+  float operator()(float a, float b) const { return a + b; }
+  parascan::value_pack<float, float> emit(float s, float) const { return parascan::values(s, 2 * s); }
+};
+
+TEST_CASE_FIXTURE(fixture, "output packs: every output checked, apart from each other, of output 0's shape") {
+  const auto v = [](std::vector<float>& buf, index_t offset, index_t n = 8) {
+    return parascan::single(buf.data() + offset, n);
+  };
+  std::vector<float> z = poisoned<float>(16);
+  guard.watch(z);
+  const auto run = [&](auto out0, auto out1, parascan::options<float> opts = {}) {
+    parascan::prefix_scan(exec, sum_and_double{}, v(x, 0), parascan::outputs(out0, out1), opts);
+  };
+  check_rejected([&] { run(v(y, 0), v(y, 4)); }, {"outputs[1]", "outputs[0]"}, guard);
+  check_rejected([&] { run(v(y, 0), v(z, 0, 7)); }, {"outputs[1].length"}, guard);
+  check_rejected([&] { run(v(y, 0), parascan::single<float>(nullptr, 8)); }, {"outputs[1].data"}, guard);
+  check_rejected([&] { run(v(y, 0), v(x, 2)); }, {"outputs[1]", "inputs[0]"}, guard);
+  check_rejected([&] { run(v(y, 0), parascan::single(z.data(), 8, 0)); }, {"outputs[1].stride"}, guard);
+  parascan::options<float> opts;
+  opts.final = z.data() + 3;
+  check_rejected([&] { run(v(y, 0), v(z, 0), opts); }, {"options.final", "outputs[1]"}, guard);
+  opts = {};
+  opts.initial = z.data() + 2;
+  check_rejected([&] { run(v(y, 0), v(z, 0), opts); }, {"options.initial", "outputs[1]"}, guard);
+  // Output 1 in place over the input: accepted and computed.
+  std::vector<float> in(8, 1.0f), sums(8);
+  parascan::prefix_scan(exec, sum_and_double{}, v(in, 0), parascan::outputs(v(sums, 0), v(in, 0)));
+  for (index_t t = 0; t < 8; ++t) {
+    CHECK(sums[t] == float(t + 1));
+    CHECK(in[t] == float(2 * (t + 1)));
+  }
+}
+
 TEST_CASE_FIXTURE(fixture, "backward passes check every argument before writing anything") {
   const auto v = [](std::vector<float>& buf, index_t offset) { return parascan::single(buf.data() + offset, 8); };
   std::vector<float> da = poisoned<float>(8), db = poisoned<float>(8);

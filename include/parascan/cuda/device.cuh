@@ -33,11 +33,11 @@ enum class pass {
   rescan,  // segments: write every step, starting from the carry in `partials`
 };
 
-template <class Op, class Pack, class Out>
+template <class Op, class Pack, class Outs>
 struct segment_args {
   Op op;
   Pack in;
-  sequences<Out> out;
+  Outs out;  // an output_pack (empty for reductions)
   const output_t<Op>* initial;
   output_t<Op>* final;         // project() of each sequence's total, or null
   state_t<Op>* final_states;   // each sequence's whole total state, or null
@@ -64,9 +64,9 @@ struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr std::size_t bytes = used ? per_warp * warps : 16;
 };
 
-template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
+template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
-    segment_kernel(const segment_args<Op, Pack, Out> a) {
+    segment_kernel(const segment_args<Op, Pack, Outs> a) {
   using S = state_t<Op>;
   using temp_t = typename Group::template temp_storage<S>;
   using staging_t = staging_plan<Group, ITEMS, STAGES, Op, Pack>;
@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
             : PASS == pass::rescan        ? a.partials[s * a.splits + j]
                                           : start_state(a.op, a.initial, s);
   constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
-  cursor<Out> out{nullptr, 0};
-  if (write && active) out = a.out.cursor_of(s);
+  decltype(bind_outputs(a.out, 0)) out{};
+  if (write && active) out = bind_outputs(a.out, s);
   const auto in = active ? bind(a.in, s) : bind(a.in, 0);  // inactive lanes never read
   carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0,
                                              p1, loop_end, a.reverse, a.exclusive, carry);
@@ -147,21 +147,21 @@ inline int multiprocessors() {
 
 /// Blocks of one segment kernel a multiprocessor holds at once (at least 1), per device (the fold pass
 /// stands for all three: same registers and shared memory).
-template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, class Op, class Pack, class Out>
+template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, class Op, class Pack, class Outs>
 int resident_blocks() {
   static std::atomic<int> cache[64] = {};
   return cached_per_device(cache, [](int) {
     int blocks = 0;
     detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                           &blocks, segment_kernel<Group, ITEMS, STAGES, MIN_BLOCKS, pass::fold, Op, Pack, Out>,
+                           &blocks, segment_kernel<Group, ITEMS, STAGES, MIN_BLOCKS, pass::fold, Op, Pack, Outs>,
                            Group::block_threads, 0),
                        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     return std::max(blocks, 1);
   });
 }
 
-template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Out>
-void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) {
+template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Outs>
+void launch_segments(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
   const index_t groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group * a.splits;
   if (groups == 0) return;
   const index_t blocks = (groups + Group::groups_per_block - 1) / Group::groups_per_block;
@@ -172,8 +172,8 @@ void launch_segments(const segment_args<Op, Pack, Out>& a, cudaStream_t stream) 
 
 /// Runs a scan (WRITE) or a reduction (results in a.final) with one group kind: whole sequences in one
 /// pass when they fill the device, else reduce-then-scan over segments (fold, carry, rescan).
-template <class Policy, class Group, bool WRITE, class Op, class Pack, class Out>
-void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, temp_allocator& alloc,
+template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs>
+void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
                     cudaStream_t stream) {
   constexpr bool sequential = Group::threads == 1;
   constexpr int items = sequential ? 1 : Policy::items;
@@ -185,7 +185,7 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
                     geometry.sequences_per_group == Group::sequences_per_group,
                 "plan.hpp's geometry_of must describe the CUDA groups of block.cuh");
   const scan_plan plan = plan_scan(values, Group::kind, shape, multiprocessors(),
-                                   resident_blocks<Group, items, stages, min_blocks, Op, Pack, Out>());
+                                   resident_blocks<Group, items, stages, min_blocks, Op, Pack, Outs>());
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
                  static_cast<long long>(shape.count), static_cast<long long>(shape.max_length), plan.describe().c_str());
@@ -204,8 +204,8 @@ void run_with_group(segment_args<Op, Pack, Out> a, const batch_shape& shape, tem
   if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, stream);
 }
 
-template <class Policy, bool WRITE, class Op, class Pack, class Out>
-void run(const segment_args<Op, Pack, Out>& a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream) {
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream) {
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::sequential) {

@@ -9,17 +9,17 @@
 namespace parascan::engine {
 
 /// Scans positions [p0, p1) of a sequence of n steps from `carry`; returns the carry after them. Writes
-/// project() of each step to `out` when WRITE. Every thread of the group loops to the same `loop_end`
-/// (>= p1; past p1 a thread only pads with the identity).
+/// emit() of each step (project() by default) to the outputs `out` (output_cursors) when WRITE. Every
+/// thread of the group loops to the same `loop_end` (>= p1; past p1 a thread only pads with the identity).
 /// `staging` (this warp's STAGES stages of stage_bytes each, or null) pipelines contiguous inputs through
 /// shared memory (warp_io.cuh); only groups whose warps hold consecutive positions of one sequence may
 /// pass it. Without it, each thread loads its own steps directly. Outputs of such groups leave as
 /// vectors, or regrouped through the consumed stage (warp_io.cuh's store_items).
-template <int ITEMS, int STAGES, bool WRITE, class Group, class Op, class Cursors, class Out>
+template <int ITEMS, int STAGES, bool WRITE, class Group, class Op, class Cursors, class Outs>
 __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
                                     unsigned char* staging, int stage_bytes, const Op& op, const Cursors& in,
-                                    const cursor<Out>& out, index_t n, index_t p0, index_t p1, index_t loop_end,
-                                    bool reverse, bool exclusive, state_t<Op> carry) {
+                                    const Outs& out, index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse,
+                                    bool exclusive, state_t<Op> carry) {
   using S = state_t<Op>;
   const index_t tile = index_t(Group::threads) * ITEMS;
   const index_t offset = index_t(group.rank()) * ITEMS;  // of the thread's first step in a tile
@@ -64,39 +64,37 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
     if constexpr (WRITE) {
       // What step i writes from its state: project(), or emit() with the step's elements (kept from the
       // stage, or read again where the inputs were loaded directly; never at a padding position).
-      const auto value = [&](const S& state, int i) -> Out {
+      typename output_items_for<ITEMS, Outs>::type values;
+      const auto put = [&](const S& state, int i) {
         if constexpr (emits_for<Op, Cursors>::value) {
-          if (staging != nullptr) return static_cast<Out>(emit_item(op, state, raw, i));
+          if (staging != nullptr) return set_item(values, i, emit_item(op, state, raw, i));
           const index_t p = first + i;
-          if (p < p0 || p >= p1) return Out{};
-          return static_cast<Out>(emit_at(op, state, in, time_index(p, n, reverse)));
+          if (p < p0 || p >= p1) return clear_item(values, i);
+          set_item(values, i, emit_at(op, state, in, time_index(p, n, reverse)));
         } else {
-          return static_cast<Out>(project(op, state));
+          set_item(values, i, project(op, state));
         }
       };
-      Out values[ITEMS];
       if (exclusive) {  // uniform: two loops rather than a test per step
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-          values[i] = value(running, i);
+          put(running, i);
           running = op(running, items[i]);
         }
       } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
           running = op(running, items[i]);
-          values[i] = value(running, i);
+          put(running, i);
         }
       }
       if constexpr (Group::warp_contiguous) {
         // The stage just consumed is free until the next tile refills it: outputs that cannot leave as
         // aligned vectors are regrouped there (when they fit).
-        unsigned char* buffer = nullptr;
-        if (staging != nullptr && chunk_layout<ITEMS, Out>::bytes <= stage_bytes)
-          buffer = stage(current == 0 ? STAGES - 1 : current - 1);
-        store_items<ITEMS>(out, chunk(base), first, values, buffer);
+        unsigned char* buffer = staging != nullptr ? stage(current == 0 ? STAGES - 1 : current - 1) : nullptr;
+        store_outputs<ITEMS>(out, chunk(base), first, values, buffer, stage_bytes);
       } else {
-        store_values<ITEMS>(out, n, first, p0, p1, reverse, values);
+        store_all_values<ITEMS>(out, n, first, p0, p1, reverse, values);
       }
     }
   }

@@ -374,4 +374,17 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
   store_values<ITEMS>(out, w.n, first, w.begin, w.end, w.reverse, values);
 }
 
+/// store_items for every output, each regrouped through `buffer` (stage_bytes long) when it fits there.
+/// The outputs go one after the other: store_items syncs the warp before it fills the buffer.
+template <int ITEMS>
+__device__ __forceinline__ void store_outputs(const output_cursors<>&, const warp_chunk<ITEMS>&, index_t,
+                                              const output_items<ITEMS>&, unsigned char*, int) {}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ void store_outputs(const output_cursors<H, R...>& out, const warp_chunk<ITEMS>& w,
+                                              index_t first, const output_items<ITEMS, H, R...>& values,
+                                              unsigned char* buffer, int stage_bytes) {
+  store_items<ITEMS>(out.head, w, first, values.head, chunk_layout<ITEMS, H>::bytes <= stage_bytes ? buffer : nullptr);
+  store_outputs<ITEMS>(out.tail, w, first, values.tail, buffer, stage_bytes);
+}
+
 }  // namespace parascan::engine

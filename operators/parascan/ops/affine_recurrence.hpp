@@ -29,6 +29,7 @@
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
 #include <parascan/options.hpp>
+#include <parascan/outputs.hpp>
 #include <parascan/shifted.hpp>
 #include <parascan/validate.hpp>
 
@@ -66,12 +67,12 @@ struct affine_recurrence {
   PARASCAN_HD value_type seed(const vector& x0) const { return {matrix::Identity(), x0}; }
 };
 
-/// The adjoint of the affine recurrence: a reverse, exclusive scan over W and the upstream gradient dy
-/// (dL/dx[t] of each output alone), optionally the forward states one step behind. Its state carries
+/// The adjoint of the affine recurrence: a reverse, exclusive scan over W, the upstream gradient dy
+/// (dL/dx[t] of each output alone) and the forward states one step behind, x[t-1]. Its state carries
 /// h[t] = W[t]^T (dy[t] + h[t+1]), the gradient reaching x[t-1] through step t, as the affine map
 /// h -> W^T h + W^T dy (so affine_recurrence's combine composes it); before step t it holds h[t+1], and
-///   g[t] = dL/dx[t] = dy[t] + h[t+1]         emitted with inputs (W, dy): dL/db[t] = g[t],
-///   dL/dW[t] = g[t] x[t-1]^T                  emitted with inputs (W, dy, x[t-1]);
+/// it emits two outputs,
+///   dL/db[t] = g[t] = dL/dx[t] = dy[t] + h[t+1],   dL/dW[t] = g[t] x[t-1]^T;
 /// the total is h[0] = dL/dx0, and seeding with dL/d(final state) adds it to g at the last step.
 template <class S, int N>
 struct affine_recurrence_adjoint {
@@ -84,27 +85,21 @@ struct affine_recurrence_adjoint {
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
     return rec(earlier, later);
   }
-  template <class MW, class VG>
-  PARASCAN_HD value_type lift(const Eigen::MatrixBase<MW>& W, const Eigen::MatrixBase<VG>& dy) const {
-    const matrix Wt = W.template cast<S>().transpose();
-    return {Wt, Wt * dy.template cast<S>()};
-  }
   template <class MW, class VG, class VX>
   PARASCAN_HD value_type lift(const Eigen::MatrixBase<MW>& W, const Eigen::MatrixBase<VG>& dy,
                               const Eigen::MatrixBase<VX>&) const {
-    return lift(W, dy);
+    const matrix Wt = W.template cast<S>().transpose();
+    return {Wt, Wt * dy.template cast<S>()};
   }
   PARASCAN_HD vector project(const value_type& s) const { return s.b; }
   PARASCAN_HD value_type seed(const vector& h) const { return rec.seed(h); }
-  template <class MW, class VG>
-  PARASCAN_HD vector emit(const value_type& s, const Eigen::MatrixBase<MW>&, const Eigen::MatrixBase<VG>& dy) const {
-    return dy.template cast<S>() + s.b;
-  }
+  /// (dL/db[t], dL/dW[t]), for parascan::outputs(grad_b, grad_W).
   template <class MW, class VG, class VX>
-  PARASCAN_HD matrix emit(const value_type& s, const Eigen::MatrixBase<MW>&, const Eigen::MatrixBase<VG>& dy,
-                          const Eigen::MatrixBase<VX>& x_prev) const {
+  PARASCAN_HD value_pack<vector, matrix> emit(const value_type& s, const Eigen::MatrixBase<MW>&,
+                                              const Eigen::MatrixBase<VG>& dy,
+                                              const Eigen::MatrixBase<VX>& x_prev) const {
     const vector g = dy.template cast<S>() + s.b;
-    return g * x_prev.template cast<S>().transpose();
+    return values(g, matrix(g * x_prev.template cast<S>().transpose()));
   }
 };
 
@@ -129,8 +124,8 @@ void affine_recurrence(const Exec& exec, const sequences<MW>& W, const sequences
 /// Gradients of x = affine_recurrence(W, b, x, {reverse, initial}) for a loss L, from W, the forward's
 /// outputs `x` and the upstream gradient `grad_x` (dL/dx[t] of each output alone, N x 1): grad_W = dL/dW
 /// (N x N, g[t] x[t-1]^T), grad_b = dL/db; opts.grad_final adds dL/d(final state), opts.grad_initial
-/// receives dL/d(initial state). All views share one shape (any layout). Two reverse scans through the
-/// engine (ops::affine_recurrence_adjoint), as linear_recurrence_backward.
+/// receives dL/d(initial state). All views share one shape (any layout). One reverse scan through the
+/// engine (ops::affine_recurrence_adjoint) writing both gradients, as linear_recurrence_backward.
 template <class Exec, class MW, class VX, class VG, class MDW, class VDB>
 void affine_recurrence_backward(const Exec& exec, const sequences<MW>& W, const sequences<VX>& x,
                                 const sequences<VG>& grad_x, const sequences<MDW>& grad_W,
@@ -140,11 +135,9 @@ void affine_recurrence_backward(const Exec& exec, const sequences<MW>& W, const 
                                                    std::remove_cv_t<MW>::RowsAtCompileTime>;
   using vector = typename adjoint_t::vector;
   detail::check_backward_call(exec, W, x, grad_x, grad_W, &grad_b, opts, {"W", "x", "grad_x", "grad_W", "grad_b"});
-  options<vector> scan = adjoint_options(opts);
-  prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x), grad_b, scan);
-  scan.final = nullptr;  // dL/dx0 is written once
   const auto x_prev = parascan::shifted(x, previous_step(opts), vector(vector::Zero()), opts.initial);
-  prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, x_prev), grad_W, scan);
+  prefix_scan(exec, adjoint_t{}, parascan::inputs(W, grad_x, x_prev), parascan::outputs(grad_b, grad_W),
+              adjoint_options(opts));
 }
 
 }  // namespace parascan

@@ -26,6 +26,7 @@
 #include <parascan/layout.hpp>
 #include <parascan/operator_traits.hpp>
 #include <parascan/options.hpp>
+#include <parascan/outputs.hpp>
 #include <parascan/validate.hpp>
 
 #include "accumulator.hpp"
@@ -68,12 +69,11 @@ struct linear_recurrence {
 template <class A, class B>
 using linear_recurrence_for = linear_recurrence<common_accumulator_t<A, B>>;
 
-/// The adjoint of the linear recurrence: a reverse, exclusive scan over the gates a and the upstream
-/// gradient dy (dL/dx[t] of each output alone), optionally the forward states one step behind. Its state
+/// The adjoint of the linear recurrence: a reverse, exclusive scan over the gates a, the upstream
+/// gradient dy (dL/dx[t] of each output alone) and the forward states one step behind, x[t-1]. Its state
 /// carries h[t] = conj(a[t]) (dy[t] + h[t+1]), the gradient that reaches x[t-1] through step t, so that
-/// before step t (exclusive) it holds h[t+1] and
-///   g[t] = dL/dx[t] = dy[t] + h[t+1]         emitted with inputs (a, dy): dL/db[t] = g[t],
-///   dL/da[t] = g[t] conj(x[t-1])               emitted with inputs (a, dy, x[t-1]);
+/// before step t (exclusive) it holds h[t+1] and emits two outputs,
+///   dL/db[t] = g[t] = dL/dx[t] = dy[t] + h[t+1],   dL/da[t] = g[t] conj(x[t-1]);
 /// the total state is h[0] = dL/dx0, and seeding with dL/d(final state) adds it to g at the last step.
 /// Complex numbers follow PyTorch's convention (the gradient of a real loss is dL/dRe + i dL/dIm).
 template <class Acc>
@@ -84,25 +84,19 @@ struct linear_recurrence_adjoint {
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
     return rec(earlier, later);
   }
-  template <class A, class G>
-  PARASCAN_HD value_type lift(const A& a, const G& dy) const {
-    const Acc ca = conjugate(to_accumulator<Acc>(a));
-    return {ca, multiply(ca, to_accumulator<Acc>(dy))};
-  }
   template <class A, class G, class X>
   PARASCAN_HD value_type lift(const A& a, const G& dy, const X&) const {
-    return lift(a, dy);
+    const Acc ca = conjugate(to_accumulator<Acc>(a));
+    return {ca, multiply(ca, to_accumulator<Acc>(dy))};
   }
   PARASCAN_HD Acc project(const value_type& s) const { return s.b; }
   PARASCAN_HD value_type seed(const Acc& h) const { return {Acc(1), h}; }
   PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
-  template <class A, class G>
-  PARASCAN_HD Acc emit(const value_type& s, const A&, const G& dy) const {
-    return to_accumulator<Acc>(dy) + s.b;
-  }
+  /// (dL/db[t], dL/da[t]), for parascan::outputs(grad_tokens, grad_gates).
   template <class A, class G, class X>
-  PARASCAN_HD Acc emit(const value_type& s, const A&, const G& dy, const X& x_prev) const {
-    return multiply(to_accumulator<Acc>(dy) + s.b, conjugate(to_accumulator<Acc>(x_prev)));
+  PARASCAN_HD value_pack<Acc, Acc> emit(const value_type& s, const A&, const G& dy, const X& x_prev) const {
+    const Acc g = to_accumulator<Acc>(dy) + s.b;
+    return values(g, multiply(g, conjugate(to_accumulator<Acc>(x_prev))));
   }
 };
 
@@ -125,8 +119,9 @@ void linear_recurrence(const Exec& exec, const sequences<A>& gates, const sequen
 /// grad_gates = dL/da, grad_tokens = dL/db; opts.grad_final adds dL/d(final state), opts.grad_initial
 /// receives dL/d(initial state). All views share one shape (any layout); the gradients are written in
 /// their views' types (bf16 storage: fp32 arithmetic, one rounding at the write). Complex numbers follow
-/// PyTorch's convention. Two reverse scans through the engine (ops::linear_recurrence_adjoint): one
-/// writes dL/db (and dL/dx0), one dL/da from the states one step behind (shifted inputs).
+/// PyTorch's convention. One reverse scan through the engine (ops::linear_recurrence_adjoint) reads the
+/// gates, grad_x and the states one step behind (a shifted input) and writes both gradients (an output
+/// pack): 20 bytes a step for fp32.
 template <class Exec, class A, class X, class G, class DA, class DB,
           class Acc = ops::common_accumulator_t<std::remove_const_t<A>, std::remove_const_t<X>, std::remove_const_t<G>>>
 void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
@@ -134,11 +129,9 @@ void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, con
                                 const sequences<DB>& grad_tokens, const backward_options<Acc>& opts = {}) {
   detail::check_backward_call(exec, gates, x, grad_x, grad_gates, &grad_tokens, opts);
   const ops::linear_recurrence_adjoint<Acc> adjoint;
-  options<Acc> scan = adjoint_options(opts);
-  prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x), grad_tokens, scan);
-  scan.final = nullptr;  // dL/dx0 is written once
   const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<X>{}, opts.initial);
-  prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, x_prev), grad_gates, scan);
+  prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, x_prev), parascan::outputs(grad_tokens, grad_gates),
+              adjoint_options(opts));
 }
 
 }  // namespace parascan
