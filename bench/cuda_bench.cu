@@ -15,8 +15,8 @@
 //
 // Cases (make_cases; --list prints them): the fp32 linear recurrence over (8, 1536, T) bdt for T = 128 ..
 // 65536 and 1000, 5000, 50000 (12 bytes a step); bf16 and fp16 storage with an fp32 state (6 bytes);
-// complex64 (24 bytes); the backward pass (linear_recurrence_backward, 20 bytes: a, x, dL/dx read, dL/da,
-// dL/db written); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
+// complex64 (24 bytes); the backward pass (linear_recurrence_backward, fp32 20 bytes: a, x, dL/dx read,
+// dL/da, dL/db written; bf16 10 bytes); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
 // cumsum (8 bytes), and one sequence of 2^28 next to CUB InclusiveSum; every pointer one element off
 // (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
 // (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
@@ -610,34 +610,37 @@ void run_reduce(context& ctx, record& r, index_t B, index_t D, index_t T) {
       });
 }
 
-/// The backward pass of the fp32 recurrence (linear_recurrence_backward): reads a, x and dL/dx, writes
-/// dL/da and dL/db (20 bytes a step: the floor of a fused pass). Checked on a few sequences against an
-/// fp64 adjoint of the same data, relative to the size of its terms.
+/// The backward pass of the recurrence (linear_recurrence_backward) with every view stored as V: reads a,
+/// x and dL/dx, writes dL/da and dL/db (20 bytes a step in fp32, 10 in bf16: the floor of a fused pass).
+/// Checked on a few sequences against an fp64 adjoint of the same (stored) data, relative to the size of
+/// its terms (tolerance_for<V>: a bf16 gradient is rounded once).
+template <class V>
 void run_backward(context& ctx, record& r, index_t B, index_t D, index_t T) {
   const std::size_t n = std::size_t(B * D * T);
-  device_array<float> a(n), x(n), dy(n), da(n), db(n);
+  device_array<V> a(n), x(n), dy(n), da(n), db(n);
   fill(a.p, n, dist::gate, 1);
   fill(x.p, n, dist::token, 2);
   fill(dy.p, n, dist::token, 3);
-  const auto v = [&](float* p) { return parascan::bdt(p, B, D, T); };
+  const auto v = [&](V* p) { return parascan::bdt(p, B, D, T); };
   measure(
       ctx, r, [&] { da.poison(), db.poison(); },
       [&] { parascan::linear_recurrence_backward(parascan::cuda{}, v(a.p), v(x.p), v(dy.p), v(da.p), v(db.p)); },
       [&] {
-        error_meter m{1e-5};
-        std::vector<float> ha(T), hx(T), hdy(T), hda(T), hdb(T);
+        error_meter m{tolerance_for<V>()};
+        std::vector<V> ha(T), hx(T), hdy(T), hda(T), hdb(T);
         for (index_t s : pick(B * D)) {
-          const auto down = [&](std::vector<float>& h, const float* d) {
-            check(cudaMemcpy(h.data(), d + s * T, sizeof(float) * T, cudaMemcpyDeviceToHost), "download");
+          const auto down = [&](std::vector<V>& h, const V* d) {
+            check(cudaMemcpy(h.data(), d + s * T, sizeof(V) * T, cudaMemcpyDeviceToHost), "download");
           };
           down(ha, a.p), down(hx, x.p), down(hdy, dy.p), down(hda, da.p), down(hdb, db.p);
           double carried = 0, scale = 0;  // h[t+1] and the size of its terms
           for (index_t t = T - 1; t >= 0; --t) {
-            const double g = hdy[t] + carried, g_scale = std::abs(hdy[t]) + scale;
-            const double x_prev = t > 0 ? hx[t - 1] : 0.0;
-            m.add(std::abs(hdb[t] - g) / g_scale, s, t, hdb[t], g);
-            m.add(std::abs(hda[t] - g * x_prev) / (g_scale * std::abs(x_prev) + 1e-30), s, t, hda[t], g * x_prev);
-            carried = ha[t] * g, scale = std::abs(ha[t]) * g_scale;
+            const double g = to_host(hdy[t]) + carried, g_scale = std::abs(to_host(hdy[t])) + scale;
+            const double x_prev = t > 0 ? to_host(hx[t - 1]) : 0.0;
+            const double got_db = to_host(hdb[t]), got_da = to_host(hda[t]);
+            m.add(std::abs(got_db - g) / g_scale, s, t, got_db, g);
+            m.add(std::abs(got_da - g * x_prev) / (g_scale * std::abs(x_prev) + 1e-30), s, t, got_da, g * x_prev);
+            carried = to_host(ha[t]) * g, scale = std::abs(to_host(ha[t])) * g_scale;
           }
         }
         return m;
@@ -845,9 +848,12 @@ std::vector<bench_case> make_cases(bool sweep) {
   for (long long T : {4096, 65536})
     add("parascan", "linear_recurrence", "linear_recurrence", "complex64", "bdt", bdt_shape(T), T, B * D, 24,
         B * D * T, false, [=](context& c, record& r) { run_linear<c64>(c, r, B, D, T, false); });
-  for (long long T : {4096, 65536})
+  for (long long T : {4096, 65536}) {
     add("parascan", "linear_recurrence_backward", "linear_recurrence_backward", "fp32", "bdt", bdt_shape(T), T, B * D,
-        20, B * D * T, false, [=](context& c, record& r) { run_backward(c, r, B, D, T); });
+        20, B * D * T, false, [=](context& c, record& r) { run_backward<float>(c, r, B, D, T); });
+    add("parascan", "linear_recurrence_backward", "linear_recurrence_backward", "bf16", "bdt", bdt_shape(T), T, B * D,
+        10, B * D * T, false, [=](context& c, record& r) { run_backward<bf16>(c, r, B, D, T); });
+  }
   add("parascan", "reduce_scan linear_recurrence", "linear_recurrence (final state)", "fp32", "bdt", bdt_shape(65536),
       65536, B * D, 8, B * D * 65536, false, [=](context& c, record& r) { run_reduce(c, r, B, D, 65536); });
   for (long long T : {4096, 65536})

@@ -12,9 +12,11 @@ GB/s by the copy floor: --copy-gbs (the C++ bench's figure from the same run) wh
 fastest torch copy (clone and copy_ of a 2 GiB tensor) measured here.
 
 What runs: accelerated_scan.warp (its CUDA kernel, compiled at import by torch's load_inline) and
-accelerated_scan.scalar (Triton), forward only, called as the package's autograd functions call them
+accelerated_scan.scalar (Triton), called as the package's autograd functions call them
 (warpscan_forward / forward_scan[(B, C)] on preallocated outputs, so that no allocation or memset is
-timed); fp32 and bf16 (its state is bf16 too, so bf16 gets a looser tolerance: 0.1 of the terms' size,
+timed), and their backward kernels (warpscan_backward / backward_scan[(B, C)]: read the gates, the
+forward's states and dL/dx, write dL/da and dL/db; 20 bytes a step in fp32, 10 in bf16; checked against
+an fp64 adjoint of the stored data, relative to the size of its terms) for T = 4096 and 65536; fp32 and bf16 (its state is bf16 too, so bf16 gets a looser tolerance: 0.1 of the terms' size,
 its error is recorded) over (8, 1536, T), and complex64 through accelerated_scan.complex (Triton).
 The CUDA kernel takes only powers of two from 32 to 65536: other lengths are recorded as "refused"
 without running. Each case runs in its own subprocess (`peers.py --one CASE`), since the CUDA kernel has
@@ -41,14 +43,21 @@ B, C = 8, 1536
 FP32_T = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 1000, 5000, 50000]
 BF16_T = [1024, 4096, 16384, 65536]
 COMPLEX_T = [4096, 65536]
+BACKWARD_T = [4096, 65536]
 QUICK = {("fp32", 1024), ("fp32", 4096), ("fp32", 65536), ("bf16", 4096)}
 CUDA_IMPL, TRITON_IMPL = "accelerated-scan-cuda", "accelerated-scan-triton"
 BYTES_PER_STEP = {"fp32": 12, "bf16": 6, "complex64": 24}
+BACKWARD_BYTES_PER_STEP = {"fp32": 20, "bf16": 10}
 TOLERANCE = {"fp32": 1e-5, "complex64": 1e-5, "bf16": 0.1}
 OPS = {
     CUDA_IMPL: "accelerated_scan.warp.warpscan_forward",
     TRITON_IMPL: "accelerated_scan.scalar.forward_scan",
 }
+BACKWARD_OPS = {
+    CUDA_IMPL: "accelerated_scan.warp.warpscan_backward",
+    TRITON_IMPL: "accelerated_scan.scalar.backward_scan",
+}
+FORWARD, BACKWARD = "linear_recurrence", "linear_recurrence_backward"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -56,27 +65,36 @@ OPS = {
 
 
 def all_cases(quick=False):
+    """Cases are (impl, dtype, T, kind), kind FORWARD or BACKWARD."""
     cases = []
     for T in FP32_T:
-        cases += [(CUDA_IMPL, "fp32", T), (TRITON_IMPL, "fp32", T)]
+        cases += [(CUDA_IMPL, "fp32", T, FORWARD), (TRITON_IMPL, "fp32", T, FORWARD)]
     for T in BF16_T:
-        cases += [(CUDA_IMPL, "bf16", T), (TRITON_IMPL, "bf16", T)]
+        cases += [(CUDA_IMPL, "bf16", T, FORWARD), (TRITON_IMPL, "bf16", T, FORWARD)]
     for T in COMPLEX_T:
-        cases.append((TRITON_IMPL, "complex64", T))
+        cases.append((TRITON_IMPL, "complex64", T, FORWARD))
+    for dtype in ("fp32", "bf16"):
+        for T in BACKWARD_T:
+            cases += [(CUDA_IMPL, dtype, T, BACKWARD), (TRITON_IMPL, dtype, T, BACKWARD)]
     if quick:
-        cases = [c for c in cases if (c[1], c[2]) in QUICK]
+        cases = [c for c in cases if (c[1], c[2]) in QUICK and c[3] == FORWARD]
     return cases
 
 
 def case_id(case):
-    return "%s:%s:%d" % case
+    impl, dtype, T, kind = case
+    return "%s:%s:%d" % (impl, dtype, T) + (":backward" if kind == BACKWARD else "")
 
 
 def parse_case_id(text):
     parts = text.split(":")
+    kind = FORWARD
+    if len(parts) == 4 and parts[3] == "backward":
+        kind = BACKWARD
+        parts = parts[:3]
     if len(parts) != 3 or parts[0] not in (CUDA_IMPL, TRITON_IMPL) or parts[1] not in BYTES_PER_STEP:
         raise argparse.ArgumentTypeError(
-            "a case is IMPL:DTYPE:T, e.g. %s:fp32:4096 (IMPL: %s or %s; DTYPE: fp32, bf16, complex64)"
+            "a case is IMPL:DTYPE:T[:backward], e.g. %s:fp32:4096 (IMPL: %s or %s; DTYPE: fp32, bf16, complex64)"
             % (CUDA_IMPL, CUDA_IMPL, TRITON_IMPL))
     try:
         T = int(parts[2])
@@ -86,12 +104,14 @@ def parse_case_id(text):
         raise argparse.ArgumentTypeError("T must be >= 1")
     if parts[1] == "complex64" and parts[0] != TRITON_IMPL:
         raise argparse.ArgumentTypeError("complex64 runs only on %s" % TRITON_IMPL)
-    return (parts[0], parts[1], T)
+    if kind == BACKWARD and parts[1] == "complex64":
+        raise argparse.ArgumentTypeError("the backward cases are fp32 and bf16")
+    return (parts[0], parts[1], T, kind)
 
 
 def label(case):
-    impl, dtype, T = case
-    return "%s linear_recurrence %s bdt (%d,%d,%d)" % (impl, dtype, B, C, T)
+    impl, dtype, T, kind = case
+    return "%s %s %s bdt (%d,%d,%d)" % (impl, kind, dtype, B, C, T)
 
 
 def cuda_accepts(T):
@@ -99,11 +119,15 @@ def cuda_accepts(T):
 
 
 def base_record(case, args):
-    impl, dtype, T = case
-    op = "accelerated_scan.complex.forward_scan" if dtype == "complex64" else OPS[impl]
+    impl, dtype, T, kind = case
+    if kind == BACKWARD:
+        op, bytes_per_step = BACKWARD_OPS[impl], BACKWARD_BYTES_PER_STEP[dtype]
+    else:
+        op = "accelerated_scan.complex.forward_scan" if dtype == "complex64" else OPS[impl]
+        bytes_per_step = BYTES_PER_STEP[dtype]
     return {
-        "impl": impl, "case": "linear_recurrence", "op": op, "dtype": dtype, "layout": "bdt",
-        "shape": [B, C, T], "T": T, "sequences": B * C, "bytes": BYTES_PER_STEP[dtype] * B * C * T,
+        "impl": impl, "case": kind, "op": op, "dtype": dtype, "layout": "bdt",
+        "shape": [B, C, T], "T": T, "sequences": B * C, "bytes": bytes_per_step * B * C * T,
         "ms": None, "gbs": None, "fraction_of_copy": None, "copy_gbs": args.copy_gbs,
         "max_error": None, "tolerance": TOLERANCE[dtype], "device": args.device or "unknown",
         "commit": args.commit, "status": "skipped",
@@ -206,13 +230,69 @@ def check(torch, gates, tokens, out, tolerance):
     return worst, where
 
 
+def check_backward(torch, gates, states, d_out, d_gates, d_tokens):
+    """Largest error of dL/db and dL/da over three whole sequences against an fp64 adjoint of the stored
+    gates, states and dL/dx, relative to the size of the terms that make each gradient."""
+    worst, where = 0.0, ""
+    for b, c in ((0, 0), (B // 2, C // 2 + 1), (B - 1, C - 1)):
+        a_s, x_s, dy_s, da_s, db_s = (t[b, c].double().cpu().tolist() for t in (gates, states, d_out, d_gates,
+                                                                                 d_tokens))
+        carried, scale = 0.0, 0.0  # h[t+1] and the size of its terms
+        for t in range(len(a_s) - 1, -1, -1):
+            g, g_scale = dy_s[t] + carried, abs(dy_s[t]) + scale
+            x_prev = x_s[t - 1] if t > 0 else 0.0
+            for got, ref, size, name in ((db_s[t], g, g_scale, "dL/db"),
+                                         (da_s[t], g * x_prev, g_scale * abs(x_prev) + 1e-30, "dL/da")):
+                e = abs(got - ref) / size
+                if math.isnan(e) or e > worst:
+                    worst, where = e, "%s of sequence (%d, %d) step %d: got %s, reference %s" % (name, b, c, t, got,
+                                                                                                ref)
+                    if math.isnan(e):
+                        return float("nan"), where
+            carried, scale = a_s[t] * g, abs(a_s[t]) * g_scale
+    return worst, where
+
+
+def backward_call(torch, impl, dtype, T):
+    """The backward kernel's call on the forward's states of random inputs, the buffers, and its check."""
+    gates, tokens = make_inputs(torch, dtype, T)
+    states = torch.empty_like(tokens)
+    if impl == CUDA_IMPL:
+        import accelerated_scan.warp as warp
+        warp.warpscan_forward(gates, tokens, states, False)
+    else:
+        from accelerated_scan.scalar import forward_scan
+        forward_scan[(B, C)](gates, tokens, states, seqlen=T, enable_fp_fusion=False)
+    del tokens
+    g = torch.Generator(device="cuda")
+    g.manual_seed(4321)
+    d_out = torch.rand((B, C, T), device="cuda", generator=g).mul_(2).sub_(1).to(gates.dtype)
+    d_gates, d_tokens = torch.empty_like(gates), torch.empty_like(gates)
+    if impl == CUDA_IMPL:
+        fn = lambda: warp.warpscan_backward(gates, states, d_out, d_gates, d_tokens)  # noqa: E731
+    else:
+        from accelerated_scan.scalar import backward_scan
+        fn = lambda: backward_scan[(B, C)](gates, states, d_out, d_tokens, d_gates, seqlen=T,  # noqa: E731
+                                           enable_fp_fusion=False)
+    outputs = (d_gates, d_tokens)
+    return fn, outputs, lambda: check_backward(torch, gates, states, d_out, d_gates, d_tokens)
+
+
 def child_case(args, case):
     import torch
-    impl, dtype, T = case
+    impl, dtype, T, kind = case
     rec = base_record(case, args)
     if impl == CUDA_IMPL and not cuda_accepts(T):
         rec.update(status="refused", note="the CUDA kernel takes only powers of two from 32 to 65536")
         child_result(rec)
+        return
+    if kind == BACKWARD:
+        fn, outs, checker = backward_call(torch, impl, dtype, T)
+        for o in outs:
+            o.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        finish_case(args, rec, torch, fn, checker(), TOLERANCE[dtype])
         return
     gates, tokens = make_inputs(torch, dtype, T)
     out = torch.empty_like(tokens)
@@ -229,9 +309,14 @@ def child_case(args, case):
     out.fill_(float("nan"))
     fn()
     torch.cuda.synchronize()
-    worst, where = check(torch, gates, tokens, out, TOLERANCE[dtype])
+    finish_case(args, rec, torch, fn, check(torch, gates, tokens, out, TOLERANCE[dtype]), TOLERANCE[dtype])
+
+
+def finish_case(args, rec, torch, fn, checked, tolerance):
+    """Records the check's result; times fn when it passed."""
+    worst, where = checked
     rec["max_error"] = None if math.isnan(worst) else worst
-    if not worst <= TOLERANCE[dtype]:
+    if not worst <= tolerance:
         rec.update(status="FAIL", note="wrong result: " + where)
         child_result(rec)
         return
@@ -314,12 +399,12 @@ def print_row(rec):
         err = " (%.2g / %.2g)" % (rec["max_error"], rec["tolerance"])
     if rec["status"] == "ok":
         frac = "%6.1f%%" % (100 * rec["fraction_of_copy"]) if rec.get("fraction_of_copy") else "      -"
-        print("%-24s %-16s %-9s %10.4f %8.1f %s  ok%s" % (rec["impl"], shape, rec["dtype"], rec["ms"], rec["gbs"],
-                                                         frac, err), flush=True)
+        print("%-24s %-27s %-16s %-9s %10.4f %8.1f %s  ok%s" % (rec["impl"], rec["case"], shape, rec["dtype"],
+                                                               rec["ms"], rec["gbs"], frac, err), flush=True)
     else:
-        print("%-24s %-16s %-9s %10s %8s %7s  %s%s%s" % (rec["impl"], shape, rec["dtype"], "-", "-", "-",
-                                                         rec["status"], err,
-                                                         (": " + rec["note"]) if rec.get("note") else ""),
+        print("%-24s %-27s %-16s %-9s %10s %8s %7s  %s%s%s" % (rec["impl"], rec["case"], shape, rec["dtype"], "-",
+                                                               "-", "-", rec["status"], err,
+                                                               (": " + rec["note"]) if rec.get("note") else ""),
               flush=True)
 
 
@@ -386,8 +471,8 @@ def parent(args):
         else:
             print("built in %.0f s (accelerated-scan %s)" % (built["seconds"], built["version"]))
 
-    print("\n%-24s %-16s %-9s %10s %8s %7s  %s" % ("impl", "shape", "dtype", "ms", "GB/s", "% copy",
-                                                  "check (max error / tolerance)"))
+    print("\n%-24s %-27s %-16s %-9s %10s %8s %7s  %s" % ("impl", "case", "shape", "dtype", "ms", "GB/s", "% copy",
+                                                        "check (max error / tolerance)"))
     records = []
     for case in cases:
         rec = base_record(case, args)
