@@ -16,7 +16,8 @@
 // Cases (make_cases; --list prints them): the fp32 linear recurrence over (8, 1536, T) bdt for T = 128 ..
 // 65536 and 1000, 5000, 50000 (12 bytes a step); bf16 and fp16 storage with an fp32 state (6 bytes);
 // complex64 (24 bytes); the backward pass (linear_recurrence_backward, fp32 20 bytes: a, x, dL/dx read,
-// dL/da, dL/db written; bf16 10 bytes); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
+// dL/da, dL/db written; bf16 10 bytes), and the backward passes of the 4x4 and 8x8 affine recurrences and
+// the 4x4 matrix chain over (1, count, 2048); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
 // cumsum (8 bytes), and one sequence of 2^28 next to CUB InclusiveSum; every pointer one element off
 // (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
 // (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
@@ -58,6 +59,7 @@
 #include <Eigen/Core>
 #include "event_timer.cuh"
 #include <parascan/cuda.cuh>
+#include <parascan/ops/affine_recurrence.hpp>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/ops/log_linear_recurrence.hpp>
@@ -614,7 +616,7 @@ void run_reduce(context& ctx, record& r, index_t B, index_t D, index_t T) {
 /// x and dL/dx, writes dL/da and dL/db (20 bytes a step in fp32, 10 in bf16: the floor of a fused pass).
 /// Checked on a few sequences against an fp64 adjoint of the same (stored) data, relative to the size of
 /// its terms (tolerance_for<V>: a bf16 gradient is rounded once).
-template <class V>
+template <class V, class Policy = parascan::use_default_policy>
 void run_backward(context& ctx, record& r, index_t B, index_t D, index_t T) {
   const std::size_t n = std::size_t(B * D * T);
   device_array<V> a(n), x(n), dy(n), da(n), db(n);
@@ -624,7 +626,9 @@ void run_backward(context& ctx, record& r, index_t B, index_t D, index_t T) {
   const auto v = [&](V* p) { return parascan::bdt(p, B, D, T); };
   measure(
       ctx, r, [&] { da.poison(), db.poison(); },
-      [&] { parascan::linear_recurrence_backward(parascan::cuda{}, v(a.p), v(x.p), v(dy.p), v(da.p), v(db.p)); },
+      [&] {
+        parascan::linear_recurrence_backward<Policy>(parascan::cuda{}, v(a.p), v(x.p), v(dy.p), v(da.p), v(db.p));
+      },
       [&] {
         error_meter m{tolerance_for<V>()};
         std::vector<V> ha(T), hx(T), hdy(T), hda(T), hdb(T);
@@ -644,6 +648,102 @@ void run_backward(context& ctx, record& r, index_t B, index_t D, index_t T) {
           }
         }
         return m;
+      });
+}
+
+/// Downloads sequence s (contiguous, T steps) of a (1, count, T) device view into double-precision
+/// Eigen matrices, for the host reference.
+template <class Md, class M>
+std::vector<Md> download_as(const M* d, index_t s, index_t T) {
+  std::vector<M> h(T);
+  check(cudaMemcpy(h.data(), d + s * T, sizeof(M) * T, cudaMemcpyDeviceToHost), "download");
+  std::vector<Md> out(T);
+  for (index_t t = 0; t < T; ++t) out[t] = h[t].template cast<double>();
+  return out;
+}
+
+/// Largest |got - reference| of sequence s, relative to the largest |reference| entry of the sequence.
+template <class Md, class M>
+void add_normwise(error_meter& m, index_t s, const std::vector<Md>& ref, const std::vector<M>& got) {
+  double scale = 1e-300, worst = 0;
+  index_t where = 0;
+  for (const Md& r : ref) scale = std::max(scale, r.cwiseAbs().maxCoeff());
+  for (std::size_t t = 0; t < ref.size(); ++t) {
+    const double e = (got[t].template cast<double>() - ref[t]).cwiseAbs().maxCoeff();
+    if (e > worst || std::isnan(e)) worst = e, where = index_t(t);
+    if (std::isnan(e)) break;
+  }
+  m.add(worst / scale, s, where, got[where](0, 0), ref[where](0, 0));
+}
+
+/// The backward pass of the N x N affine recurrence (affine_recurrence_backward) over (1, count, T):
+/// reads W, x, dL/dx, writes dL/dW and dL/db (8 N^2 + 12 N bytes a step). W entries in [-0.5, 0.5)
+/// (contracting on average); checked on a few sequences against the host backend's backward in fp64 on
+/// the same data (itself tested against fp64 references and finite differences), relative to each
+/// sequence's largest gradient entry.
+template <int N>
+void run_affine_backward(context& ctx, record& r, index_t count, index_t T) {
+  using M = Eigen::Matrix<float, N, N>;
+  using V = Eigen::Matrix<float, N, 1>;
+  using Md = Eigen::Matrix<double, N, N>;
+  using Vd = Eigen::Matrix<double, N, 1>;
+  const std::size_t n = std::size_t(count * T);
+  device_array<M> W(n), dW(n);
+  device_array<V> x(n), dy(n), db(n);
+  fill(reinterpret_cast<float*>(W.p), n * N * N, dist::matrix, 21);
+  fill(reinterpret_cast<float*>(x.p), n * N, dist::token, 22);
+  fill(reinterpret_cast<float*>(dy.p), n * N, dist::token, 23);
+  const auto v = [&](auto* p) { return parascan::bdt(p, 1, count, T); };
+  measure(
+      ctx, r, [&] { dW.poison(), db.poison(); },
+      [&] { parascan::affine_recurrence_backward(parascan::cuda{}, v(W.p), v(x.p), v(dy.p), v(dW.p), v(db.p)); },
+      [&] {
+        error_meter m{1e-4};
+        for (index_t s : pick(count)) {
+          const auto hW = download_as<Md>(W.p, s, T);
+          const auto hx = download_as<Vd>(x.p, s, T), hdy = download_as<Vd>(dy.p, s, T);
+          std::vector<Md> rW(T);
+          std::vector<Vd> rb(T);
+          const auto one = [&](auto& h) { return parascan::single(h.data(), T); };
+          parascan::affine_recurrence_backward(parascan::host{1}, one(hW), one(hx), one(hdy), one(rW), one(rb));
+          std::vector<M> gW(T);
+          std::vector<V> gb(T);
+          check(cudaMemcpy(gW.data(), dW.p + s * T, sizeof(M) * T, cudaMemcpyDeviceToHost), "download");
+          check(cudaMemcpy(gb.data(), db.p + s * T, sizeof(V) * T, cudaMemcpyDeviceToHost), "download");
+          add_normwise(m, s, rW, gW);
+          add_normwise(m, s, rb, gb);
+        }
+        return m;
+      });
+}
+
+/// The backward pass of the 4 x 4 matrix chain (matrix_chain_backward, left_to_right) over (1, count, T):
+/// reads the factors, the products (computed first, untimed) and dL/dP, writes dL/dM (256 bytes a step);
+/// checked as run_affine_backward.
+void run_chain_backward(context& ctx, record& r, index_t count, index_t T) {
+  using Md = Eigen::Matrix4d;
+  const std::size_t n = std::size_t(count * T);
+  device_array<mat4> m(n), p(n), dp(n), dm(n);
+  fill(m.p, n, dist::matrix, 24);
+  fill(dp.p, n, dist::matrix, 25);
+  const auto v = [&](mat4* q) { return parascan::bdt(q, 1, count, T); };
+  parascan::matrix_chain(parascan::cuda{}, v(m.p), v(p.p));
+  measure(
+      ctx, r, [&] { dm.poison(); },
+      [&] { parascan::matrix_chain_backward(parascan::cuda{}, v(m.p), v(p.p), v(dp.p), v(dm.p)); },
+      [&] {
+        error_meter err{1e-4};
+        for (index_t s : pick(count)) {
+          const auto hm = download_as<Md>(m.p, s, T), hp = download_as<Md>(p.p, s, T);
+          const auto hdp = download_as<Md>(dp.p, s, T);
+          std::vector<Md> ref(T);
+          const auto one = [&](auto& h) { return parascan::single(h.data(), T); };
+          parascan::matrix_chain_backward(parascan::host{1}, one(hm), one(hp), one(hdp), one(ref));
+          std::vector<mat4> got(T);
+          check(cudaMemcpy(got.data(), dm.p + s * T, sizeof(mat4) * T, cudaMemcpyDeviceToHost), "download");
+          add_normwise(err, s, ref, got);
+        }
+        return err;
       });
 }
 
@@ -854,6 +954,12 @@ std::vector<bench_case> make_cases(bool sweep) {
     add("parascan", "linear_recurrence_backward", "linear_recurrence_backward", "bf16", "bdt", bdt_shape(T), T, B * D,
         10, B * D * T, false, [=](context& c, record& r) { run_backward<bf16>(c, r, B, D, T); });
   }
+  add("parascan", "affine_recurrence_backward 4x4", "affine_recurrence_backward", "fp32", "bdt", {1, 4096, 2048}, 2048,
+      4096, 8 * 16 + 12 * 4, 4096 * 2048, false, [=](context& c, record& r) { run_affine_backward<4>(c, r, 4096, 2048); });
+  add("parascan", "affine_recurrence_backward 8x8", "affine_recurrence_backward", "fp32", "bdt", {1, 1024, 2048}, 2048,
+      1024, 8 * 64 + 12 * 8, 1024 * 2048, false, [=](context& c, record& r) { run_affine_backward<8>(c, r, 1024, 2048); });
+  add("parascan", "matrix_chain_backward 4x4", "matrix_chain_backward", "fp32", "bdt", {1, 4096, 2048}, 2048, 4096,
+      256, 4096 * 2048, false, [=](context& c, record& r) { run_chain_backward(c, r, 4096, 2048); });
   add("parascan", "reduce_scan linear_recurrence", "linear_recurrence (final state)", "fp32", "bdt", bdt_shape(65536),
       65536, B * D, 8, B * D * 65536, false, [=](context& c, record& r) { run_reduce(c, r, B, D, 65536); });
   for (long long T : {4096, 65536})
@@ -926,6 +1032,30 @@ std::vector<bench_case> make_cases(bool sweep) {
       add("parascan", "sweep matrix_chain 4x4", "matrix_chain", "fp32", "bdt", {1, count, len}, len, count, 128,
           count * len, false, [=](context& c, record& r) { run_matrix_chain<P>(c, r, count, len); }, name);
     };
+    const auto backward = [&](auto policy, auto storage, const std::string& name) {
+      using P = decltype(policy);
+      using V = decltype(storage);
+      const double bytes = 5.0 * sizeof(V);
+      for (long long len : {4096, 65536})
+        add("parascan", "sweep linear_recurrence_backward", "linear_recurrence_backward", dtype_name<V>(), "bdt",
+            bdt_shape(len), len, B * D, bytes, B * D * len, false,
+            [=](context& c, record& r) { run_backward<V, P>(c, r, B, D, len); }, name);
+    };
+    constexpr auto W = combine_variant::warp;
+    backward(cuda_policy<128, 4, W, 8, 4>{}, float{}, policy_name(128, 4, "warp", 8) + " 4 stages");
+    backward(cuda_policy<128, 4, W, 6, 4>{}, float{}, policy_name(128, 4, "warp", 6) + " 4 stages");
+    backward(cuda_policy<128, 4, W, 5, 4>{}, float{}, policy_name(128, 4, "warp", 5) + " 4 stages");
+    backward(cuda_policy<128, 4, W, 4, 4>{}, float{}, policy_name(128, 4, "warp", 4) + " 4 stages");
+    backward(cuda_policy<128, 4, W, 5, 3>{}, float{}, policy_name(128, 4, "warp", 5) + " 3 stages");
+    backward(cuda_policy<128, 4, W, 4, 3>{}, float{}, policy_name(128, 4, "warp", 4) + " 3 stages");
+    backward(cuda_policy<128, 4, W, 5, 2>{}, float{}, policy_name(128, 4, "warp", 5) + " 2 stages");
+    backward(cuda_policy<128, 8, W, 6, 4>{}, bf16{}, policy_name(128, 8, "warp", 6) + " 4 stages");
+    backward(cuda_policy<128, 8, W, 4, 4>{}, bf16{}, policy_name(128, 8, "warp", 4) + " 4 stages");
+    backward(cuda_policy<128, 8, W, 3, 4>{}, bf16{}, policy_name(128, 8, "warp", 3) + " 4 stages");
+    backward(cuda_policy<128, 8, W, 4, 3>{}, bf16{}, policy_name(128, 8, "warp", 4) + " 3 stages");
+    backward(cuda_policy<128, 4, W, 6, 4>{}, bf16{}, policy_name(128, 4, "warp", 6) + " 4 stages");
+    backward(cuda_policy<128, 4, W, 5, 4>{}, bf16{}, policy_name(128, 4, "warp", 5) + " 4 stages");
+    backward(cuda_policy<128, 4, W, 8, 4>{}, bf16{}, policy_name(128, 4, "warp", 8) + " 4 stages");
     chain(parascan::use_default_policy{}, "<default>", 4096, 4096);
     chain(cuda_policy<64, 2>{}, policy_name(64, 2, "auto", 1), 4096, 4096);
     chain(cuda_policy<128, 1>{}, policy_name(128, 1, "auto", 1), 4096, 4096);

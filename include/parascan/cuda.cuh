@@ -14,7 +14,7 @@
 #include "cuda/check.cuh"
 #include "cuda/device.cuh"
 #include "cuda/memory.cuh"
-#include "host.hpp"  // use_default_policy
+#include "host.hpp"  // the host backend comes with the CUDA one
 #include "inputs.hpp"
 #include "layout.hpp"
 #include "operator_traits.hpp"

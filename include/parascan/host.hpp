@@ -29,9 +29,6 @@ struct host {
   unsigned threads = 0;
 };
 
-/// Marks "use default_policy" in the explicit-policy slot of the entry points.
-struct use_default_policy {};
-
 /// Memory the backend reads and writes, for wrappers that run several scans and check every pointer
 /// first (found by argument-dependent lookup from the execution policy): any pointer on the host.
 inline void require_backend_memory(const host&, const void*, const std::string&) {}

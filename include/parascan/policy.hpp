@@ -118,4 +118,7 @@ struct default_policy<Op, arch::sm90> {
 template <class Op, class Arch>
 using default_policy_t = typename default_policy<Op, Arch>::type;
 
+/// Marks "use default_policy" in the explicit-policy slot of the entry points.
+struct use_default_policy {};
+
 }  // namespace parascan

@@ -21,12 +21,16 @@
 // cuda::std::complex (device) all serve as Acc.
 #pragma once
 
+#include <algorithm>
+
 #include <parascan/config.hpp>
+#include <parascan/host.hpp>  // prefix_scan<Policy> (the CUDA overload is found by argument-dependent lookup)
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
 #include <parascan/operator_traits.hpp>
 #include <parascan/options.hpp>
 #include <parascan/outputs.hpp>
+#include <parascan/policy.hpp>
 #include <parascan/validate.hpp>
 
 #include "accumulator.hpp"
@@ -76,7 +80,9 @@ using linear_recurrence_for = linear_recurrence<common_accumulator_t<A, B>>;
 ///   dL/db[t] = g[t] = dL/dx[t] = dy[t] + h[t+1],   dL/da[t] = g[t] conj(x[t-1]);
 /// the total state is h[0] = dL/dx0, and seeding with dL/d(final state) adds it to g at the last step.
 /// Complex numbers follow PyTorch's convention (the gradient of a real loss is dL/dRe + i dL/dIm).
-template <class Acc>
+/// StorageBytes: the narrowest element size of the views it reads and writes, which only its CUDA tuning
+/// uses (default_policy below).
+template <class Acc, int StorageBytes = int(sizeof(Acc))>
 struct linear_recurrence_adjoint {
   using value_type = linear_state<Acc>;
   linear_recurrence<Acc> rec;
@@ -104,6 +110,17 @@ struct linear_recurrence_adjoint {
 
 namespace parascan {
 
+/// The fused backward's CUDA tuning (fp32 state; bench --sweep, H200, (8, 1536, T), T = 4096 / 65536): it
+/// keeps three inputs' raw elements and two outputs' values per item, 86-96 registers, so the 64 of the
+/// forward's 8 resident blocks spill (64 / 71% of its floor); 4 blocks (128 registers) and 3 stages reach
+/// 81.5 / 90.3% (5 blocks the same, 6 blocks 79 / 88%). bf16 storage: 8 items a thread (16-byte loads) at
+/// 4 blocks, 49 / 62% (3 blocks 41 / 52%, 4 items 39-45%).
+template <int StorageBytes>
+struct default_policy<ops::linear_recurrence_adjoint<float, StorageBytes>, arch::sm90> {
+  using type = std::conditional_t<StorageBytes <= 2, cuda_policy<128, 8, combine_variant::warp, 4, 3>,
+                                  cuda_policy<128, 4, combine_variant::warp, 4, 3>>;
+};
+
 /// x[t] = gates[t] * x[t-1] + tokens[t] for every sequence; x[-1] = opts.initial (or 0).
 /// gates, tokens and x share one shape (any layout); x may alias tokens (in place) when their element
 /// sizes match. opts.initial / opts.final hold one accumulator-typed value per sequence.
@@ -121,17 +138,18 @@ void linear_recurrence(const Exec& exec, const sequences<A>& gates, const sequen
 /// their views' types (bf16 storage: fp32 arithmetic, one rounding at the write). Complex numbers follow
 /// PyTorch's convention. One reverse scan through the engine (ops::linear_recurrence_adjoint) reads the
 /// gates, grad_x and the states one step behind (a shifted input) and writes both gradients (an output
-/// pack): 20 bytes a step for fp32.
-template <class Exec, class A, class X, class G, class DA, class DB,
+/// pack): 20 bytes a step for fp32. `Policy` (optional) tunes the CUDA scan as prefix_scan's does.
+template <class Policy = use_default_policy, class Exec, class A, class X, class G, class DA, class DB,
           class Acc = ops::common_accumulator_t<std::remove_const_t<A>, std::remove_const_t<X>, std::remove_const_t<G>>>
 void linear_recurrence_backward(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
                                 const sequences<G>& grad_x, const sequences<DA>& grad_gates,
                                 const sequences<DB>& grad_tokens, const backward_options<Acc>& opts = {}) {
   detail::check_backward_call(exec, gates, x, grad_x, grad_gates, &grad_tokens, opts);
-  const ops::linear_recurrence_adjoint<Acc> adjoint;
+  constexpr int narrowest = int(std::min({sizeof(A), sizeof(X), sizeof(G), sizeof(DA), sizeof(DB)}));
+  const ops::linear_recurrence_adjoint<Acc, narrowest> adjoint;
   const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<X>{}, opts.initial);
-  prefix_scan(exec, adjoint, parascan::inputs(gates, grad_x, x_prev), parascan::outputs(grad_tokens, grad_gates),
-              adjoint_options(opts));
+  prefix_scan<Policy>(exec, adjoint, parascan::inputs(gates, grad_x, x_prev),
+                      parascan::outputs(grad_tokens, grad_gates), adjoint_options(opts));
 }
 
 }  // namespace parascan
