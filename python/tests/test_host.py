@@ -1,0 +1,196 @@
+"""The Python entry points on NumPy arrays (host backend), against fp64 sequential references.
+
+Every case draws fresh random inputs from a seed that the failure message prints; tolerances come from
+the dtype (a contracting recurrence's error does not grow with T: a few ulps of the terms' size)."""
+import numpy as np
+import pytest
+
+import parascan
+
+SEED = np.random.SeedSequence().entropy
+RNG = np.random.default_rng(SEED)
+EPS = {np.float32: np.finfo(np.float32).eps, np.float64: np.finfo(np.float64).eps,
+       np.complex64: np.finfo(np.float32).eps, np.complex128: np.finfo(np.float64).eps}
+
+
+def gates_tokens(shape, dtype):
+    a = RNG.uniform(0.5, 0.99, shape)
+    b = RNG.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a * np.exp(1j * RNG.uniform(-np.pi, np.pi, shape))
+        b = b + 1j * RNG.standard_normal(shape)
+    return a.astype(dtype), b.astype(dtype)
+
+
+def reference(a, b, dim=-1, initial=None, reverse=False, exclusive=False):
+    """fp64 (complex128) loop along `dim`: returns (x, S, final), S[t] = |a| S[t-1] + |b| (the terms' size)."""
+    a = np.moveaxis(np.asarray(a, dtype=np.complex128), dim, -1)
+    b = np.moveaxis(np.asarray(b, dtype=np.complex128), dim, -1)
+    T = a.shape[-1]
+    x = np.zeros(a.shape[:-1], np.complex128) if initial is None else np.broadcast_to(
+        np.asarray(initial, np.complex128), a.shape[:-1]).copy()
+    S = np.abs(x)
+    out, size = np.empty_like(a), np.empty(a.shape)
+    for k in range(T):
+        t = T - 1 - k if reverse else k
+        if exclusive:
+            out[..., t], size[..., t] = x, S
+        x = a[..., t] * x + b[..., t]
+        S = np.abs(a[..., t]) * S + np.abs(b[..., t])
+        if not exclusive:
+            out[..., t], size[..., t] = x, S
+    return np.moveaxis(out, -1, dim), np.moveaxis(size, -1, dim), x
+
+
+def close(got, ref, size, dtype, ulps=16):
+    err = np.max(np.abs(np.asarray(got, np.complex128) - ref) / (size + 1e-300), initial=0.0)
+    assert err <= ulps * EPS[dtype], "relative error %.3g > %d ulps (seed %d)" % (err, ulps, SEED)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape,dim", [((0,), -1), ((1,), -1), ((33,), 0), ((3, 4097), -1), ((2, 3, 100), -1),
+                                       ((2, 100, 3), 1), ((4, 5), 0), ((2, 0, 3), 1), ((2, 3, 4, 50), -1)])
+def test_linear_recurrence(dtype, shape, dim):
+    a, b = gates_tokens(shape, dtype)
+    batch = tuple(s for k, s in enumerate(shape) if k != dim % len(shape))
+    x0 = RNG.standard_normal(batch).astype(dtype)
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            for initial in (None, x0):
+                x, final = parascan.linear_recurrence(a, b, dim=dim, initial=initial, reverse=reverse,
+                                                      exclusive=exclusive, return_final=True)
+                assert x.dtype == dtype and x.shape == a.shape
+                ref, size, ref_final = reference(a, b, dim, initial, reverse, exclusive)
+                close(x, ref, size, dtype)
+                full = reference(a, b, dim, initial, reverse, False)
+                if shape[dim] > 0:
+                    close(final, ref_final, np.take(full[1], -1 if not reverse else 0, axis=dim), dtype)
+
+
+def test_strided_views_and_read_only_inputs():
+    a, b = gates_tokens((6, 40, 8), np.float32)
+    a_view, b_view = a[::2, :, 1::3], b[::2, :, 1::3]  # strided batch axes, time in the middle
+    a_view.setflags(write=False)
+    x = parascan.linear_recurrence(a_view, b_view, dim=1)
+    ref, size, _ = reference(a_view, b_view, dim=1)
+    close(x, ref, size, np.float32)
+    out = np.zeros((6, 40, 8), np.float32)[::2, :, 1::3]  # into a strided output
+    parascan.linear_recurrence(a_view, b_view, dim=1, out=out)
+    close(out, ref, size, np.float32)
+    # Transposed (time-major) arrays: no copy needed, any strides.
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    x = parascan.linear_recurrence(at.T, bt.T, dim=-1)
+    close(x, *reference(a, b)[:2], np.float32)
+
+
+def adjoint_reference(a, x, dy, x0=0.0, grad_final=None):
+    """fp64 adjoint along the last axis: g[t] = dy[t] + a[t+1] g[t+1]; (dL/da, dL/db, dL/dx0)."""
+    a, x, dy = (np.asarray(v, np.complex128) for v in (a, x, dy))
+    g = np.zeros(a.shape[:-1], np.complex128) if grad_final is None else np.asarray(grad_final, np.complex128)
+    da, db = np.empty_like(a), np.empty_like(a)
+    T = a.shape[-1]
+    nxt = np.zeros(a.shape[:-1], np.complex128)
+    for t in range(T - 1, -1, -1):
+        g = dy[..., t] + (np.conj(a[..., t + 1]) * g if t + 1 < T else g)
+        prev = x[..., t - 1] if t > 0 else np.broadcast_to(np.asarray(x0, np.complex128), a.shape[:-1])
+        db[..., t], da[..., t] = g, g * np.conj(prev)
+    return da, db, np.conj(a[..., 0]) * g
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("T", [1, 2, 33, 1000])
+def test_linear_recurrence_backward(dtype, T):
+    a, b = gates_tokens((3, T), dtype)
+    x0 = RNG.standard_normal(3).astype(dtype)
+    dy = RNG.standard_normal((3, T)).astype(dtype)
+    gf = RNG.standard_normal(3).astype(dtype)
+    x = parascan.linear_recurrence(a, b, initial=x0)
+    da, db, dx0 = parascan.linear_recurrence_backward(a, x, dy, initial=x0, grad_final=gf, return_grad_initial=True)
+    rda, rdb, rdx0 = adjoint_reference(a, x, dy, x0, gf)
+    scale = np.max(np.abs(rdb)) * (1 + np.max(np.abs(x)))
+    for got, ref in ((da, rda), (db, rdb), (dx0, rdx0)):
+        err = np.max(np.abs(got - ref)) / scale
+        assert err <= 64 * EPS[dtype], "error %.3g (seed %d)" % (err, SEED)
+
+
+def test_linear_recurrence_backward_against_finite_differences():
+    """fp64: the loss L = sum(w * x) + v * x[T-1]; central differences in every gate and token."""
+    T = 7
+    a, b = gates_tokens((T,), np.float64)
+    w, v, x0 = RNG.standard_normal(T), RNG.standard_normal(), 0.3
+
+    def loss(a, b, x0):
+        x = parascan.linear_recurrence(a, b, initial=x0)
+        return np.sum(w * x) + v * x[-1]
+
+    x = parascan.linear_recurrence(a, b, initial=x0)
+    da, db, dx0 = parascan.linear_recurrence_backward(a, x, w, initial=x0, grad_final=v, return_grad_initial=True)
+    h = 1e-6
+    for t in range(T):
+        e = np.zeros(T)
+        e[t] = h
+        assert abs((loss(a + e, b, x0) - loss(a - e, b, x0)) / (2 * h) - da[t]) < 1e-7, SEED
+        assert abs((loss(a, b + e, x0) - loss(a, b - e, x0)) / (2 * h) - db[t]) < 1e-7, SEED
+    assert abs((loss(a, b, x0 + h) - loss(a, b, x0 - h)) / (2 * h) - dx0) < 1e-7, SEED
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_running_scans(dtype):
+    x = RNG.standard_normal((3, 5, 257)).astype(dtype)
+    eps = EPS[dtype]
+    for dim in (-1, 1, 0):
+        s = parascan.cumsum(x, dim=dim)
+        ref = np.cumsum(x.astype(np.float64), axis=dim)
+        assert np.max(np.abs(s - ref) / np.cumsum(np.abs(x.astype(np.float64)), axis=dim)) <= 16 * eps, SEED
+        assert np.array_equal(parascan.cummax(x, dim=dim), np.maximum.accumulate(x, axis=dim))
+        assert np.array_equal(parascan.cummin(x, dim=dim), np.minimum.accumulate(x, axis=dim))
+        lse = parascan.logcumsumexp(x, dim=dim)
+        ref = np.logaddexp.accumulate(x.astype(np.float64), axis=dim)
+        assert np.max(np.abs(lse - ref) / (1 + np.abs(ref))) <= 16 * eps, SEED
+    p = parascan.cumprod(np.full(10, 2.0, dtype), reverse=True, exclusive=True)
+    assert np.array_equal(p, 2.0 ** np.arange(9, -1, -1))
+    y, total = parascan.cumsum(np.ones((2, 4), dtype), initial=np.array([10, 20], dtype), return_final=True)
+    assert np.array_equal(total, np.array([14, 24], dtype)) and np.array_equal(y[1], [21, 22, 23, 24])
+
+
+def test_logcumsumexp_with_minus_infinity():
+    x = np.array([-np.inf, 0.0, -np.inf, np.log(3.0)])
+    assert np.allclose(parascan.logcumsumexp(x), [-np.inf, 0.0, 0.0, np.log(4.0)])
+    assert np.all(np.isneginf(parascan.logcumsumexp(np.full(5, -np.inf))))
+
+
+def test_bad_input_raises_value_error_and_writes_nothing():
+    a, b = gates_tokens((2, 16), np.float32)
+    out = np.full((2, 16), 7.0, np.float32)
+    cases = [
+        (lambda: parascan.linear_recurrence(a, b[:, :15], out=out), "tokens"),
+        (lambda: parascan.linear_recurrence(a, b.astype(np.float64), out=out), "tokens.dtype"),
+        (lambda: parascan.linear_recurrence(a.astype(np.int32), b.astype(np.int32)), "gates.dtype"),
+        (lambda: parascan.linear_recurrence(a, b, out=out, dim=2), "dim"),
+        (lambda: parascan.linear_recurrence(a, b, out=out, initial=np.zeros(3, np.float32)), "initial"),
+        (lambda: parascan.linear_recurrence(a[:, :15], out[:, 1:], out=out[:, :15]), "no overlap with tokens"),
+        (lambda: parascan.linear_recurrence(a, b[:, ::-1], out=out), "tokens.stride"),  # negative strides
+        (lambda: parascan.linear_recurrence(a, b, out=np.lib.stride_tricks.as_strided(out, (2, 16), (64, 0))),
+         "output.stride"),  # a zero stride: one element written twice
+        (lambda: parascan.cumsum(np.arange(4)), "x.dtype"),
+        (lambda: parascan.logcumsumexp(np.ones(4, np.complex64)), "x.dtype"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+            call()
+        assert np.all(out == 7.0), "a rejected call wrote to its output"
+
+
+def test_in_place_over_the_tokens():
+    a, b = gates_tokens((4, 300), np.float64)
+    ref, size, _ = reference(a, b)
+    parascan.linear_recurrence(a, b, out=b)
+    close(b, ref, size, np.float64)
+
+
+def test_version_matches_the_library():
+    import re
+    from pathlib import Path
+    header = (Path(__file__).resolve().parents[2] / "include" / "parascan" / "version.hpp").read_text()
+    parts = [re.search(r"PARASCAN_VERSION_%s (\d+)" % p, header).group(1) for p in ("MAJOR", "MINOR", "PATCH")]
+    assert parascan.__version__ == ".".join(parts)
