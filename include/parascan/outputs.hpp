@@ -108,6 +108,15 @@ struct is_value_pack : std::false_type {};
 template <class... Y>
 struct is_value_pack<value_pack<Y...>> : std::true_type {};
 
+/// What emit() gave for the first (or only) output: a value, or a value_pack's first value.
+template <class V>
+PARASCAN_HD PARASCAN_INLINE const auto& first_value(const V& v) {
+  if constexpr (is_value_pack<V>::value)
+    return v.head;
+  else
+    return v;
+}
+
 /// How many outputs a value emit() gives fills: a value_pack's size, else 1.
 template <class V>
 constexpr int values_in(const V*) {
@@ -145,10 +154,7 @@ constexpr bool check_outputs() {
 /// value_pack to output k, each converted to its output's element type.
 template <class H, class V>
 PARASCAN_HD PARASCAN_INLINE void store_at(const output_cursors<H>& c, index_t t, const V& v) {
-  if constexpr (detail::is_value_pack<V>::value)
-    c.head[t] = static_cast<H>(v.head);
-  else
-    c.head[t] = static_cast<H>(v);
+  c.head[t] = static_cast<H>(detail::first_value(v));
 }
 template <class H, class H2, class... R, class... Y>
 PARASCAN_HD PARASCAN_INLINE void store_at(const output_cursors<H, H2, R...>& c, index_t t, const value_pack<Y...>& v) {

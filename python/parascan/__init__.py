@@ -14,8 +14,9 @@ from . import _parascan
 
 __version__ = _parascan.version
 __all__ = [
-    "linear_recurrence", "linear_recurrence_backward", "cumsum", "cumprod", "cummax", "cummin",
-    "logcumsumexp", "has_cuda",
+    "linear_recurrence", "linear_recurrence_backward", "log_linear_recurrence", "affine_recurrence",
+    "affine_recurrence_backward", "matrix_chain", "matrix_chain_product", "matrix_chain_backward", "cumsum",
+    "cumprod", "cummax", "cummin", "logcumsumexp", "logcumsumexp_backward", "has_cuda",
 ]
 
 has_cuda = _parascan.has_cuda
@@ -36,12 +37,24 @@ def _empty_like(x, shape=None):
     return np.empty(x.shape if shape is None else shape, dtype=x.dtype)
 
 
-def _batch_shape(x, dim):
+def _batch_shape(x, dim, cu_seqlens=None):
+    """The shape of per-sequence values (initial and final states): the array's shape without axis dim,
+    or (N,) + that for a packed batch (N sequences along axis dim)."""
     shape = list(x.shape)
     if not -len(shape) <= dim < len(shape):
         raise ValueError("parascan: dim: an axis of the input (%d axes), got %d" % (len(shape), dim))
     del shape[dim]
-    return tuple(shape)
+    return tuple(shape) if cu_seqlens is None else (len(cu_seqlens) - 1,) + tuple(shape)
+
+
+def _offsets(cu_seqlens):
+    """cu_seqlens (N + 1 offsets of a packed batch, any integer array) as contiguous int64 on the host."""
+    if cu_seqlens is None:
+        return None
+    import numpy as np
+    if _framework(cu_seqlens) == "torch":
+        cu_seqlens = cu_seqlens.detach().cpu().numpy()
+    return np.ascontiguousarray(np.asarray(cu_seqlens), dtype=np.int64)
 
 
 def _as_array(x):
@@ -53,70 +66,108 @@ def _as_array(x):
 
 
 def _per_sequence(value, like, batch, name):
-    """initial / grad_final: one value per sequence (the batch shape), C-contiguous, like's dtype."""
+    """initial / grad_final: one value per sequence (shape `batch`, or anything that broadcasts to it: a
+    scalar, one matrix for every sequence), C-contiguous, like's dtype."""
     if value is None:
         return None
-    shape = tuple(getattr(value, "shape", ()))
-    if shape not in ((), tuple(batch)):
-        raise ValueError("parascan: %s: one value per sequence, shape %s (or a scalar), got shape %s"
-                         % (name, tuple(batch), shape))
-    if _framework(like) == "torch":
-        import torch
-        value = torch.as_tensor(value, dtype=like.dtype, device=like.device)
-        value = value.expand(batch) if value.dim() == 0 else value
-        return value.contiguous()
-    import numpy as np
-    value = np.asarray(value, dtype=np.asarray(like).dtype)
-    return np.ascontiguousarray(np.broadcast_to(value, batch) if value.ndim == 0 else value)
+    batch = tuple(batch)
+    try:
+        if _framework(like) == "torch":
+            import torch
+            return torch.as_tensor(value, dtype=like.dtype, device=like.device).expand(batch).contiguous()
+        import numpy as np
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=np.asarray(like).dtype), batch))
+    except (ValueError, RuntimeError):
+        raise ValueError("parascan: %s: one value per sequence, shape %s (or one that broadcasts to it), got shape %s"
+                         % (name, batch, tuple(getattr(value, "shape", ())))) from None
+
+
+def _element_batch(x, dim, element_axes):
+    """For arrays of N-vectors (element_axes 1) or N x N matrices (2): the per-sequence shape (the batch
+    axes and the element's), and dim among the other axes, non-negative."""
+    outer = len(x.shape) - element_axes
+    if outer < 1:
+        raise ValueError("parascan: an array of %s needs a time axis before its last %d axes, got shape %s"
+                         % ("matrices" if element_axes == 2 else "vectors", element_axes, tuple(x.shape)))
+    if not -outer <= dim < outer:
+        raise ValueError("parascan: dim: an axis of the input other than its last %d (%d axes), got %d"
+                         % (element_axes, outer, dim))
+    dim %= outer
+    shape = list(x.shape)
+    del shape[dim]
+    return tuple(shape), dim
 
 
 def linear_recurrence(gates, tokens, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False,
-                      out=None, threads=0):
+                      out=None, cu_seqlens=None, threads=0):
     """x[t] = gates[t] * x[t-1] + tokens[t] along axis ``dim``; x[-1] = ``initial`` (one value per sequence,
     the batch shape, or a scalar; default 0). ``reverse`` runs from the last step, ``exclusive`` writes
     the state before each step. Returns x, or (x, final state per sequence) with ``return_final``.
-    float32, float64, complex64, complex128; gates and tokens of one shape and dtype."""
+    float32, float64, complex64, complex128; gates and tokens of one shape and dtype.
+
+    ``cu_seqlens`` (N + 1 offsets): a packed batch of N sequences laid back to back along axis ``dim``
+    (sequence i at [cu_seqlens[i], cu_seqlens[i+1])), the other axes its channels; per-sequence values
+    then have shape (N,) + the channel axes."""
     gates, tokens = _as_array(gates), _as_array(tokens)
     x = _empty_like(tokens) if out is None else out
-    batch = _batch_shape(x, dim)
+    offsets = _offsets(cu_seqlens)
+    batch = _batch_shape(x, dim, offsets)
     final = _empty_like(x, batch) if return_final else None
     _parascan.linear_recurrence(gates, tokens, x, dim, _per_sequence(initial, x, batch, "initial"), final, reverse,
-                                exclusive, threads)
+                                exclusive, offsets, threads)
     return (x, final) if return_final else x
 
 
 def linear_recurrence_backward(gates, x, grad_x, dim=-1, initial=None, reverse=False, grad_final=None,
-                               return_grad_initial=False, threads=0):
-    """Gradients of x = linear_recurrence(gates, tokens, dim, initial, reverse) for a loss L, from the gates,
-    the forward's outputs x and grad_x = dL/dx: returns (dL/dgates, dL/dtokens), and dL/dinitial too with
-    ``return_grad_initial``. ``grad_final``: dL/d(final state), one value per sequence. Complex numbers
-    follow PyTorch's convention (dL/dRe + i dL/dIm)."""
+                               return_grad_initial=False, cu_seqlens=None, threads=0):
+    """Gradients of x = linear_recurrence(gates, tokens, dim, initial, reverse, cu_seqlens=...) for a loss L,
+    from the gates, the forward's outputs x and grad_x = dL/dx: returns (dL/dgates, dL/dtokens), and
+    dL/dinitial too with ``return_grad_initial``. ``grad_final``: dL/d(final state), one value per
+    sequence. One fused reverse scan. Complex numbers follow PyTorch's convention (dL/dRe + i dL/dIm)."""
     gates, x, grad_x = _as_array(gates), _as_array(x), _as_array(grad_x)
     grad_gates, grad_tokens = _empty_like(gates), _empty_like(gates)
-    batch = _batch_shape(gates, dim)
+    offsets = _offsets(cu_seqlens)
+    batch = _batch_shape(gates, dim, offsets)
     grad_initial = _empty_like(gates, batch) if return_grad_initial else None
     _parascan.linear_recurrence_backward(gates, x, grad_x, grad_gates, grad_tokens, dim,
                                          _per_sequence(initial, gates, batch, "initial"),
                                          _per_sequence(grad_final, gates, batch, "grad_final"), grad_initial,
-                                         reverse, threads)
+                                         reverse, offsets, threads)
     return (grad_gates, grad_tokens, grad_initial) if return_grad_initial else (grad_gates, grad_tokens)
+
+
+def log_linear_recurrence(log_gates, log_tokens, dim=-1, initial=None, reverse=False, exclusive=False,
+                          return_final=False, out=None, cu_seqlens=None, threads=0):
+    """log x[t] for x[t] = a[t] x[t-1] + b[t] with a, b > 0 given as their logs (-inf for zero), computed in
+    log space (no overflow or underflow); ``initial``: log x[-1] per sequence (default: x[-1] = 0).
+    float32, float64; options as in linear_recurrence."""
+    log_gates, log_tokens = _as_array(log_gates), _as_array(log_tokens)
+    y = _empty_like(log_tokens) if out is None else out
+    offsets = _offsets(cu_seqlens)
+    batch = _batch_shape(y, dim, offsets)
+    final = _empty_like(y, batch) if return_final else None
+    _parascan.log_linear_recurrence(log_gates, log_tokens, y, dim, _per_sequence(initial, y, batch, "initial"), final,
+                                    reverse, exclusive, offsets, threads)
+    return (y, final) if return_final else y
 
 
 def _scan(name, doc):
     fn = getattr(_parascan, name)
 
-    def scan(x, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, out=None, threads=0):
+    def scan(x, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, out=None, cu_seqlens=None,
+             threads=0):
         x = _as_array(x)
         y = _empty_like(x) if out is None else out
-        batch = _batch_shape(y, dim)
+        offsets = _offsets(cu_seqlens)
+        batch = _batch_shape(y, dim, offsets)
         final = _empty_like(y, batch) if return_final else None
-        fn(x, y, dim, _per_sequence(initial, y, batch, "initial"), final, reverse, exclusive, threads)
+        fn(x, y, dim, _per_sequence(initial, y, batch, "initial"), final, reverse, exclusive, offsets, threads)
         return (y, final) if return_final else y
 
     scan.__name__ = scan.__qualname__ = name
     scan.__doc__ = doc + """ Along axis ``dim``; float32 and float64. ``initial``: a value per sequence
-    (or a scalar) the scan continues from; ``reverse``, ``exclusive`` and ``return_final`` as in
-    linear_recurrence."""
+    (or a scalar) the scan continues from; ``reverse``, ``exclusive``, ``return_final`` and ``cu_seqlens``
+    as in linear_recurrence."""
     return scan
 
 
@@ -125,3 +176,87 @@ cumprod = _scan("cumprod", "Running product.")
 cummax = _scan("cummax", "Running maximum.")
 cummin = _scan("cummin", "Running minimum.")
 logcumsumexp = _scan("logcumsumexp", "log(cumsum(exp(x))), stable (no overflow; -inf inputs add nothing).")
+
+
+def logcumsumexp_backward(x, y, grad_y, dim=-1, reverse=False, exclusive=False, cu_seqlens=None, threads=0):
+    """dL/dx of y = logcumsumexp(x, dim, reverse=..., exclusive=...) from x, y and grad_y = dL/dy (one
+    reverse scan; -inf inputs get 0). float32, float64."""
+    x, y, grad_y = _as_array(x), _as_array(y), _as_array(grad_y)
+    grad_x = _empty_like(x)
+    _parascan.logcumsumexp_backward(x, y, grad_y, grad_x, dim, reverse, exclusive, _offsets(cu_seqlens), threads)
+    return grad_x
+
+
+def affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, out=None,
+                      threads=0):
+    """x[t] = W[t] @ x[t-1] + b[t]: W of shape (..., T, ..., N, N), b and x (..., T, ..., N), ``dim`` the
+    time axis among the axes before the element's; N = 2, 3, 4, 8 or 16; float32, float64. ``initial``:
+    x[-1] per sequence (batch shape + (N,)); options as in linear_recurrence."""
+    W, b = _as_array(W), _as_array(b)
+    x = _empty_like(b) if out is None else out
+    per_sequence, dim = _element_batch(x, dim, 1)
+    final = _empty_like(x, per_sequence) if return_final else None
+    _parascan.affine_recurrence(W, b, x, dim, _per_sequence(initial, x, per_sequence, "initial"), final, reverse,
+                                exclusive, threads)
+    return (x, final) if return_final else x
+
+
+def affine_recurrence_backward(W, x, grad_x, dim=-1, initial=None, reverse=False, grad_final=None,
+                               return_grad_initial=False, threads=0):
+    """Gradients of x = affine_recurrence(W, b, dim, initial, reverse): (dL/dW, dL/db[, dL/dinitial]) from W,
+    the forward's outputs x and grad_x = dL/dx; dL/dW[t] = g[t] x[t-1]^T. One fused reverse scan."""
+    W, x, grad_x = _as_array(W), _as_array(x), _as_array(grad_x)
+    grad_W, grad_b = _empty_like(W), _empty_like(x)
+    per_sequence, dim = _element_batch(x, dim, 1)
+    grad_initial = _empty_like(x, per_sequence) if return_grad_initial else None
+    _parascan.affine_recurrence_backward(W, x, grad_x, grad_W, grad_b, dim,
+                                         _per_sequence(initial, x, per_sequence, "initial"),
+                                         _per_sequence(grad_final, x, per_sequence, "grad_final"), grad_initial,
+                                         reverse, threads)
+    return (grad_W, grad_b, grad_initial) if return_grad_initial else (grad_W, grad_b)
+
+
+def _right_to_left(order):
+    if order not in ("left_to_right", "right_to_left"):
+        raise ValueError("parascan: order: 'left_to_right' (P[t] = M[0] ... M[t]) or 'right_to_left' "
+                         "(M[t] ... M[0]), got %r" % (order,))
+    return order == "right_to_left"
+
+
+def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
+                 return_final=False, out=None, threads=0):
+    """Cumulative products P[t] = M[0] @ ... @ M[t] (order 'left_to_right') or M[t] @ ... @ M[0]
+    ('right_to_left') of matrices of shape (..., T, ..., N, N); ``initial``: the product before the first
+    (per sequence, or one matrix for all)."""
+    matrices = _as_array(matrices)
+    P = _empty_like(matrices) if out is None else out
+    per_sequence, dim = _element_batch(P, dim, 2)
+    final = _empty_like(P, per_sequence) if return_final else None
+    _parascan.matrix_chain(matrices, P, None, dim, _per_sequence(initial, P, per_sequence, "initial"), final, reverse,
+                           exclusive, _right_to_left(order), threads)
+    return (P, final) if return_final else P
+
+
+def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0):
+    """The whole product of every sequence of matrices (shape: the batch + (N, N))."""
+    matrices = _as_array(matrices)
+    per_sequence, dim = _element_batch(matrices, dim, 2)
+    result = _empty_like(matrices, per_sequence)
+    _parascan.matrix_chain(matrices, None, result, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
+                           None, reverse, False, _right_to_left(order), threads)
+    return result
+
+
+def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=None, reverse=False,
+                          order="left_to_right", grad_final=None, return_grad_initial=False, threads=0):
+    """dL/dM of P = matrix_chain(M, dim, initial, reverse, order=...) from M, the products P and
+    grad_products = dL/dP (and dL/dinitial with ``return_grad_initial``). One reverse scan."""
+    matrices, products, grad_products = _as_array(matrices), _as_array(products), _as_array(grad_products)
+    grad_matrices = _empty_like(matrices)
+    per_sequence, dim = _element_batch(matrices, dim, 2)
+    grad_initial = _empty_like(matrices, per_sequence) if return_grad_initial else None
+    _parascan.matrix_chain_backward(matrices, products, grad_products, grad_matrices, dim,
+                                    _per_sequence(initial, matrices, per_sequence, "initial"),
+                                    _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
+                                    reverse, _right_to_left(order), threads)
+    return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices

@@ -11,11 +11,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include <parascan/ops/affine_recurrence.hpp>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/log_linear_recurrence.hpp>
 #include <parascan/ops/logsumexp.hpp>
+#include <parascan/ops/matrix_product.hpp>
 #include <parascan/parascan.hpp>
 
 namespace nb = nanobind;
@@ -51,7 +55,8 @@ struct array_shape {
 template <class A>
 array_shape shape_of(const A& a, const std::string& name) {
   array_shape s{name, {}, {}};
-  for (std::size_t k = 0; k < a.ndim(); ++k) s.shape.push_back(index_t(a.shape(k))), s.stride.push_back(index_t(a.stride(k)));
+  for (std::size_t k = 0; k < a.ndim(); ++k)
+    s.shape.push_back(index_t(a.shape(k))), s.stride.push_back(index_t(a.stride(k)));
   return s;
 }
 
@@ -62,9 +67,14 @@ array_shape shape_of(const A& a, const std::string& name) {
 struct batch_plan {
   int time_axis = 0;
   std::vector<std::vector<int>> groups;  // batch axes (extent > 1) of each of the two extents
+  const index_t* offsets = nullptr;      // packed batches: N + 1 offsets along the time axis
+  index_t packed_count = 0;              // N
 };
 
-batch_plan plan_batch(int dim, const std::vector<array_shape>& arrays) {
+/// `cu_seqlens` (optional): the time axis holds N sequences back to back, sequence i at offsets [i, i+1);
+/// the other axes are its channels (merged into one strided axis).
+batch_plan plan_batch(int dim, const std::vector<array_shape>& arrays,
+                      const std::optional<in_array>& cu_seqlens = std::nullopt) {
   const array_shape& first = arrays.front();
   const int ndim = int(first.shape.size());
   for (const array_shape& a : arrays)
@@ -77,8 +87,8 @@ batch_plan plan_batch(int dim, const std::vector<array_shape>& arrays) {
   batch_plan plan;
   plan.time_axis = dim < 0 ? dim + ndim : dim;
   if (plan.time_axis < 0 || plan.time_axis >= ndim)
-    parascan::detail::fail("dim", "an axis of " + first.name + " (" + std::to_string(ndim) + " axes), got " +
-                                      std::to_string(dim));
+    parascan::detail::fail(
+        "dim", "an axis of " + first.name + " (" + std::to_string(ndim) + " axes), got " + std::to_string(dim));
   for (int k = 0; k < ndim; ++k) {
     if (k == plan.time_axis || first.shape[k] == 1) continue;
     bool merges = !plan.groups.empty();
@@ -92,18 +102,41 @@ batch_plan plan_batch(int dim, const std::vector<array_shape>& arrays) {
   if (plan.groups.size() > 2)
     parascan::detail::fail(first.name, "batch axes that merge into two strided ones (make the arrays contiguous)");
   while (plan.groups.size() < 2) plan.groups.insert(plan.groups.begin(), std::vector<int>{});
+  if (cu_seqlens) {
+    const in_array& o = *cu_seqlens;
+    require_host(o, "cu_seqlens");
+    if (o.dtype() != nb::dtype<std::int64_t>() || o.ndim() != 1 || o.shape(0) < 1 || o.stride(0) != 1)
+      parascan::detail::fail("cu_seqlens", "a contiguous 1-D int64 array of N + 1 offsets");
+    if (!plan.groups[0].empty())
+      parascan::detail::fail(first.name,
+                             "channel axes (all but dim) that merge into one strided axis, with cu_seqlens");
+    plan.offsets = static_cast<const index_t*>(o.data());
+    plan.packed_count = index_t(o.shape(0)) - 1;
+    const index_t total = first.shape[plan.time_axis];
+    for (index_t i = 0; i <= plan.packed_count; ++i)
+      if (plan.offsets[i] < 0 || plan.offsets[i] > total)
+        parascan::detail::fail(
+            "cu_seqlens[" + std::to_string(i) + "]",
+            "offsets within axis dim's length " + std::to_string(total) + ", got " + std::to_string(plan.offsets[i]));
+  }
   return plan;
 }
 
-/// The parascan view of an array under a plan.
-template <class T, class A>
-parascan::sequences<T> view_of(const A& a, const batch_plan& plan) {
+/// The parascan view of an array (its data and its shape in elements of T) under a plan.
+template <class T>
+parascan::sequences<T> view_at(const void* p, const array_shape& a, const batch_plan& plan) {
   index_t extent[2] = {1, 1}, stride[2] = {0, 0};
   for (int g = 0; g < 2; ++g)
-    for (int k : plan.groups[g]) extent[g] *= index_t(a.shape(k)), stride[g] = index_t(a.stride(k));
-  T* data = static_cast<T*>(const_cast<void*>(static_cast<const void*>(a.data())));
-  return parascan::strided(data, extent[0], extent[1], stride[0], stride[1], index_t(a.shape(plan.time_axis)),
-                           index_t(a.stride(plan.time_axis)));
+    for (int k : plan.groups[g]) extent[g] *= a.shape[k], stride[g] = a.stride[k];
+  T* data = static_cast<T*>(const_cast<void*>(p));
+  if (plan.offsets != nullptr)
+    return parascan::packed(data, plan.offsets, plan.packed_count, extent[1], stride[1], a.stride[plan.time_axis]);
+  return parascan::strided(data, extent[0], extent[1], stride[0], stride[1], a.shape[plan.time_axis],
+                           a.stride[plan.time_axis]);
+}
+template <class T, class A>
+parascan::sequences<T> view_of(const A& a, const batch_plan& plan) {
+  return view_at<T>(a.data(), shape_of(a, ""), plan);
 }
 
 /// Runs f, naming the arguments in parascan's messages as the Python function does (inputs[k] -> its name).
@@ -115,7 +148,8 @@ void named(const std::vector<std::string>& inputs, F&& f) {
     std::string message = e.what();
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       const std::string generic = "inputs[" + std::to_string(k) + "]";
-      for (std::size_t at; (at = message.find(generic)) != std::string::npos;) message.replace(at, generic.size(), inputs[k]);
+      for (std::size_t at; (at = message.find(generic)) != std::string::npos;)
+        message.replace(at, generic.size(), inputs[k]);
     }
     throw parascan::error(message);
   }
@@ -128,8 +162,8 @@ T* per_sequence(const std::optional<A>& a, index_t count, const std::string& nam
   require_host(*a, name);
   if (a->dtype() != nb::dtype<T>()) parascan::detail::fail(name + ".dtype", "the output's dtype");
   if (index_t(a->size()) != count)
-    parascan::detail::fail(name, std::to_string(count) + " values (one per sequence), got " +
-                                     std::to_string(a->size()));
+    parascan::detail::fail(name,
+                           std::to_string(count) + " values (one per sequence), got " + std::to_string(a->size()));
   index_t expected = 1;
   for (int k = int(a->ndim()) - 1; k >= 0; --k) {
     if (a->shape(k) != 1 && index_t(a->stride(k)) != expected) parascan::detail::fail(name, "a C-contiguous array");
@@ -149,6 +183,17 @@ void dispatch(const in_array& a, const std::string& name, F&& f) {
   }
 }
 
+/// Calls f(T{}) for a float32 or float64 array (the operators with a real accumulator).
+template <class F>
+void dispatch_real(const in_array& a, const std::string& name, F&& f) {
+  require_host(a, name);
+  switch (dtype_of(a.dtype(), name)) {
+    case dtype::f32: return f(float{});
+    case dtype::f64: return f(double{});
+    default: parascan::detail::fail(name + ".dtype", "float32 or float64");
+  }
+}
+
 template <class T, class A>
 void require_dtype(const A& a, const std::string& name) {
   require_host(a, name);
@@ -164,12 +209,13 @@ parascan::options<T> scan_options(bool reverse, bool exclusive, T* initial, T* f
 
 void linear_recurrence(const in_array& gates, const in_array& tokens, const out_array& out, int dim,
                        const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
-                       bool exclusive, unsigned threads) {
+                       bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads) {
   require_host(gates, "gates");
   dispatch(gates, "gates", [&](auto tag) {
     using T = decltype(tag);
     require_dtype<T>(tokens, "tokens"), require_dtype<T>(out, "out");
-    const batch_plan plan = plan_batch(dim, {shape_of(gates, "gates"), shape_of(tokens, "tokens"), shape_of(out, "out")});
+    const batch_plan plan =
+        plan_batch(dim, {shape_of(gates, "gates"), shape_of(tokens, "tokens"), shape_of(out, "out")}, cu_seqlens);
     const auto x = view_of<T>(out, plan);
     const index_t count = x.count();
     named({"gates", "tokens"}, [&] {
@@ -184,15 +230,17 @@ void linear_recurrence(const in_array& gates, const in_array& tokens, const out_
 void linear_recurrence_backward(const in_array& gates, const in_array& x, const in_array& grad_x,
                                 const out_array& grad_gates, const out_array& grad_tokens, int dim,
                                 const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
-                                const std::optional<out_array>& grad_initial, bool reverse, unsigned threads) {
+                                const std::optional<out_array>& grad_initial, bool reverse,
+                                const std::optional<in_array>& cu_seqlens, unsigned threads) {
   require_host(gates, "gates");
   dispatch(gates, "gates", [&](auto tag) {
     using T = decltype(tag);
     require_dtype<T>(x, "x"), require_dtype<T>(grad_x, "grad_x");
     require_dtype<T>(grad_gates, "grad_gates"), require_dtype<T>(grad_tokens, "grad_tokens");
-    const batch_plan plan =
-        plan_batch(dim, {shape_of(gates, "gates"), shape_of(x, "x"), shape_of(grad_x, "grad_x"),
-                         shape_of(grad_gates, "grad_gates"), shape_of(grad_tokens, "grad_tokens")});
+    const batch_plan plan = plan_batch(dim,
+                                       {shape_of(gates, "gates"), shape_of(x, "x"), shape_of(grad_x, "grad_x"),
+                                        shape_of(grad_gates, "grad_gates"), shape_of(grad_tokens, "grad_tokens")},
+                                       cu_seqlens);
     const auto a = view_of<const T>(gates, plan);
     const index_t count = a.count();
     parascan::backward_options<T> o;
@@ -209,12 +257,12 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
 /// A one-input scan with a real accumulator (cumsum & co., logcumsumexp): float32 and float64 only.
 template <class Call>
 void real_scan(const in_array& x, const out_array& out, int dim, const std::optional<in_array>& initial,
-               const std::optional<out_array>& final, bool reverse, bool exclusive, Call&& call) {
-  require_host(x, "x");
+               const std::optional<out_array>& final, bool reverse, bool exclusive,
+               const std::optional<in_array>& cu_seqlens, Call&& call) {
   const auto run = [&](auto tag) {
     using T = decltype(tag);
     require_dtype<T>(out, "out");
-    const batch_plan plan = plan_batch(dim, {shape_of(x, "x"), shape_of(out, "out")});
+    const batch_plan plan = plan_batch(dim, {shape_of(x, "x"), shape_of(out, "out")}, cu_seqlens);
     const auto y = view_of<T>(out, plan);
     named({"x"}, [&] {
       call(view_of<const T>(x, plan), y,
@@ -222,11 +270,222 @@ void real_scan(const in_array& x, const out_array& out, int dim, const std::opti
                            per_sequence<T>(final, y.count(), "final")));
     });
   };
-  switch (dtype_of(x.dtype(), "x")) {
-    case dtype::f32: return run(float{});
-    case dtype::f64: return run(double{});
-    default: parascan::detail::fail("x.dtype", "float32 or float64");
+  dispatch_real(x, "x", run);
+}
+
+void logcumsumexp_backward(const in_array& x, const in_array& y, const in_array& grad_y, const out_array& grad_x,
+                           int dim, bool reverse, bool exclusive, const std::optional<in_array>& cu_seqlens,
+                           unsigned threads) {
+  const auto run = [&](auto tag) {
+    using T = decltype(tag);
+    require_dtype<T>(y, "y"), require_dtype<T>(grad_y, "grad_y"), require_dtype<T>(grad_x, "grad_x");
+    const batch_plan plan = plan_batch(
+        dim, {shape_of(x, "x"), shape_of(y, "y"), shape_of(grad_y, "grad_y"), shape_of(grad_x, "grad_x")}, cu_seqlens);
+    parascan::backward_options<T> o;
+    o.reverse = reverse, o.exclusive = exclusive;
+    named({"x", "y", "grad_y"}, [&] {
+      parascan::logcumsumexp_backward(parascan::host{threads}, view_of<const T>(x, plan), view_of<const T>(y, plan),
+                                      view_of<const T>(grad_y, plan), view_of<T>(grad_x, plan), o);
+    });
+  };
+  dispatch_real(x, "x", run);
+}
+
+void log_linear_recurrence(const in_array& log_a, const in_array& log_b, const out_array& out, int dim,
+                           const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
+                           bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads) {
+  const auto run = [&](auto tag) {
+    using T = decltype(tag);
+    require_dtype<T>(log_b, "log_tokens"), require_dtype<T>(out, "out");
+    const batch_plan plan = plan_batch(
+        dim, {shape_of(log_a, "log_gates"), shape_of(log_b, "log_tokens"), shape_of(out, "out")}, cu_seqlens);
+    const auto x = view_of<T>(out, plan);
+    named({"log_gates", "log_tokens"}, [&] {
+      parascan::log_linear_recurrence(
+          parascan::host{threads}, view_of<const T>(log_a, plan), view_of<const T>(log_b, plan), x,
+          scan_options<T>(reverse, exclusive, per_sequence<T>(initial, x.count(), "initial"),
+                          per_sequence<T>(final, x.count(), "final")));
+    });
+  };
+  dispatch_real(log_a, "log_gates", run);
+}
+
+// ---- Matrices: W, products (N x N) and vectors (N) as Eigen fixed-size elements ----------------------
+// An array of matrices is (..., T, ..., N, N), of vectors (..., T, ..., N): its last two (one) axes hold
+// one element, row-major and contiguous; `dim` counts among the other axes. Elements are unaligned Eigen
+// types (any address a NumPy view may have).
+
+template <class S, int N>
+using matrix_of = Eigen::Matrix<S, N, N, Eigen::RowMajor | Eigen::DontAlign>;
+template <class S, int N>
+using vector_of = Eigen::Matrix<S, N, 1, Eigen::DontAlign>;
+
+/// The shape of an array of N x N (element_axes = 2) or N (1) elements, strides in whole elements.
+template <class A>
+array_shape element_shape_of(const A& a, const std::string& name, int element_axes, index_t n) {
+  const int ndim = int(a.ndim());
+  if (ndim < element_axes + 1)
+    parascan::detail::fail(name, "an array of " + std::string(element_axes == 2 ? "N x N matrices" : "N-vectors") +
+                                     " with a time axis: shape (..., T, ..." +
+                                     (element_axes == 2 ? ", N, N)" : ", N)"));
+  index_t expected = 1;
+  for (int k = ndim - 1; k >= ndim - element_axes; --k) {
+    if (index_t(a.shape(k)) != n)
+      parascan::detail::fail(name + ".shape", "N = " + std::to_string(n) + " on its last " +
+                                                  std::to_string(element_axes) + " axes (the first input's N)");
+    if (n > 1 && index_t(a.stride(k)) != expected)
+      parascan::detail::fail(name, "contiguous elements (its last axes C-contiguous)");
+    expected *= n;
   }
+  array_shape s{name, {}, {}};
+  for (int k = 0; k < ndim - element_axes; ++k) {
+    if (a.shape(k) > 1 && index_t(a.stride(k)) % expected != 0)
+      parascan::detail::fail(name + ".stride", "strides in whole elements");
+    s.shape.push_back(index_t(a.shape(k))), s.stride.push_back(index_t(a.stride(k)) / expected);
+  }
+  return s;
+}
+
+/// Calls f(integral_constant<int, N>) for the matrix sizes this extension instantiates.
+template <class F>
+void dispatch_n(index_t n, const std::string& name, F&& f) {
+  switch (n) {
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 16: return f(std::integral_constant<int, 16>{});
+    default:
+      parascan::detail::fail(name + ".shape", "N x N matrices with N = 2, 3, 4, 8 or 16, got N = " + std::to_string(n));
+  }
+}
+
+/// Calls f(S{}, integral_constant<N>) for a float32/float64 array of N x N matrices (N from its last axis).
+template <class F>
+void dispatch_matrix(const in_array& m, const std::string& name, F&& f) {
+  require_host(m, name);
+  if (m.ndim() < 3)
+    parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
+  const index_t n = index_t(m.shape(m.ndim() - 1));
+  const auto by_size = [&](auto scalar) { dispatch_n(n, name, [&](auto N) { f(scalar, N); }); };
+  if (m.dtype() == nb::dtype<float>()) return by_size(float{});
+  if (m.dtype() == nb::dtype<double>()) return by_size(double{});
+  parascan::detail::fail(name + ".dtype", "float32 or float64");
+}
+
+void affine_recurrence(const in_array& W, const in_array& b, const out_array& out, int dim,
+                       const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
+                       bool exclusive, unsigned threads) {
+  dispatch_matrix(W, "W", [&](auto scalar, auto N) {
+    using S = decltype(scalar);
+    using M = matrix_of<S, N.value>;
+    using V = vector_of<S, N.value>;
+    require_dtype<S>(b, "b"), require_dtype<S>(out, "out");
+    const array_shape sw = element_shape_of(W, "W", 2, N), sb = element_shape_of(b, "b", 1, N),
+                      sx = element_shape_of(out, "out", 1, N);
+    const batch_plan plan = plan_batch(dim, {sw, sb, sx});
+    const auto x = view_at<V>(out.data(), sx, plan);
+    parascan::options<Eigen::Matrix<S, N.value, 1>> o;
+    o.reverse = reverse, o.exclusive = exclusive;
+    o.initial =
+        reinterpret_cast<const Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(initial, x.count() * N, "initial"));
+    o.final = reinterpret_cast<Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(final, x.count() * N, "final"));
+    named({"W", "b"}, [&] {
+      parascan::affine_recurrence(parascan::host{threads}, view_at<const M>(W.data(), sw, plan),
+                                  view_at<const V>(b.data(), sb, plan), x, o);
+    });
+  });
+}
+
+void affine_recurrence_backward(const in_array& W, const in_array& x, const in_array& grad_x, const out_array& grad_W,
+                                const out_array& grad_b, int dim, const std::optional<in_array>& initial,
+                                const std::optional<in_array>& grad_final, const std::optional<out_array>& grad_initial,
+                                bool reverse, unsigned threads) {
+  dispatch_matrix(W, "W", [&](auto scalar, auto N) {
+    using S = decltype(scalar);
+    using M = matrix_of<S, N.value>;
+    using V = vector_of<S, N.value>;
+    using state_vector = Eigen::Matrix<S, N.value, 1>;
+    require_dtype<S>(x, "x"), require_dtype<S>(grad_x, "grad_x");
+    require_dtype<S>(grad_W, "grad_W"), require_dtype<S>(grad_b, "grad_b");
+    const array_shape sw = element_shape_of(W, "W", 2, N), sx = element_shape_of(x, "x", 1, N),
+                      sg = element_shape_of(grad_x, "grad_x", 1, N), sdw = element_shape_of(grad_W, "grad_W", 2, N),
+                      sdb = element_shape_of(grad_b, "grad_b", 1, N);
+    const batch_plan plan = plan_batch(dim, {sw, sx, sg, sdw, sdb});
+    const auto w = view_at<const M>(W.data(), sw, plan);
+    const index_t values = w.count() * N;
+    parascan::backward_options<state_vector> o;
+    o.reverse = reverse;
+    o.initial = reinterpret_cast<const state_vector*>(per_sequence<S>(initial, values, "initial"));
+    o.grad_final = reinterpret_cast<const state_vector*>(per_sequence<S>(grad_final, values, "grad_final"));
+    o.grad_initial = reinterpret_cast<state_vector*>(per_sequence<S>(grad_initial, values, "grad_initial"));
+    parascan::affine_recurrence_backward(parascan::host{threads}, w, view_at<const V>(x.data(), sx, plan),
+                                         view_at<const V>(grad_x.data(), sg, plan),
+                                         view_at<M>(grad_W.data(), sdw, plan), view_at<V>(grad_b.data(), sdb, plan), o);
+  });
+}
+
+/// Calls f(integral_constant<chain_order>) for the product order.
+template <class F>
+void dispatch_order(bool right_to_left, F&& f) {
+  if (right_to_left) return f(std::integral_constant<parascan::chain_order, parascan::chain_order::right_to_left>{});
+  f(std::integral_constant<parascan::chain_order, parascan::chain_order::left_to_right>{});
+}
+
+void matrix_chain(const in_array& m, const std::optional<out_array>& out, const std::optional<out_array>& result,
+                  int dim, const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
+                  bool exclusive, bool right_to_left, unsigned threads) {
+  dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+    using S = decltype(scalar);
+    using M = matrix_of<S, N.value>;
+    const array_shape sm = element_shape_of(m, "matrices", 2, N);
+    std::vector<array_shape> shapes = {sm};
+    if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, N));
+    const batch_plan plan = plan_batch(dim, shapes);
+    const auto in = view_at<const M>(m.data(), sm, plan);
+    const index_t values = in.count() * N * N;
+    parascan::options<M> o;
+    o.reverse = reverse, o.exclusive = exclusive;
+    o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
+    o.final = reinterpret_cast<M*>(per_sequence<S>(final, values, "final"));
+    dispatch_order(right_to_left, [&](auto order) {
+      named({"matrices"}, [&] {
+        if (out)
+          parascan::matrix_chain<order.value>(parascan::host{threads}, in, view_at<M>(out->data(), shapes[1], plan), o);
+        else
+          parascan::matrix_chain_product<order.value>(
+              parascan::host{threads}, in, reinterpret_cast<M*>(per_sequence<S>(result, values, "result")), o);
+      });
+    });
+  });
+}
+
+void matrix_chain_backward(const in_array& m, const in_array& p, const in_array& grad_p, const out_array& grad_m,
+                           int dim, const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
+                           const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
+                           unsigned threads) {
+  dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+    using S = decltype(scalar);
+    using M = matrix_of<S, N.value>;
+    require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
+        require_dtype<S>(grad_m, "grad_matrices");
+    const array_shape sm = element_shape_of(m, "matrices", 2, N), sp = element_shape_of(p, "products", 2, N),
+                      sg = element_shape_of(grad_p, "grad_products", 2, N),
+                      sd = element_shape_of(grad_m, "grad_matrices", 2, N);
+    const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
+    const auto in = view_at<const M>(m.data(), sm, plan);
+    const index_t values = in.count() * N * N;
+    parascan::backward_options<M> o;
+    o.reverse = reverse;
+    o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
+    o.grad_final = reinterpret_cast<const M*>(per_sequence<S>(grad_final, values, "grad_final"));
+    o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
+    dispatch_order(right_to_left, [&](auto order) {
+      parascan::matrix_chain_backward<order.value>(parascan::host{threads}, in, view_at<const M>(p.data(), sp, plan),
+                                                   view_at<const M>(grad_p.data(), sg, plan),
+                                                   view_at<M>(grad_m.data(), sd, plan), o);
+    });
+  });
 }
 
 }  // namespace
@@ -245,20 +504,42 @@ NB_MODULE(_parascan, m) {
   });
   m.def("linear_recurrence", &linear_recurrence, nb::arg("gates"), nb::arg("tokens"), nb::arg("out"), nb::arg("dim"),
         nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
-        nb::arg("threads"));
+        nb::arg("cu_seqlens").none(), nb::arg("threads"));
   m.def("linear_recurrence_backward", &linear_recurrence_backward, nb::arg("gates"), nb::arg("x"), nb::arg("grad_x"),
         nb::arg("grad_gates"), nb::arg("grad_tokens"), nb::arg("dim"), nb::arg("initial").none(),
-        nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("threads"));
+        nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("cu_seqlens").none(),
+        nb::arg("threads"));
+  m.def("logcumsumexp_backward", &logcumsumexp_backward, nb::arg("x"), nb::arg("y"), nb::arg("grad_y"),
+        nb::arg("grad_x"), nb::arg("dim"), nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(),
+        nb::arg("threads"));
+  m.def("log_linear_recurrence", &log_linear_recurrence, nb::arg("log_gates"), nb::arg("log_tokens"), nb::arg("out"),
+        nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
+        nb::arg("cu_seqlens").none(), nb::arg("threads"));
+  m.def("affine_recurrence", &affine_recurrence, nb::arg("W"), nb::arg("b"), nb::arg("out"), nb::arg("dim"),
+        nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
+        nb::arg("threads"));
+  m.def("affine_recurrence_backward", &affine_recurrence_backward, nb::arg("W"), nb::arg("x"), nb::arg("grad_x"),
+        nb::arg("grad_W"), nb::arg("grad_b"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_final").none(),
+        nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("threads"));
+  m.def("matrix_chain", &matrix_chain, nb::arg("matrices"), nb::arg("out").none(), nb::arg("result").none(),
+        nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
+        nb::arg("right_to_left"), nb::arg("threads"));
+  m.def("matrix_chain_backward", &matrix_chain_backward, nb::arg("matrices"), nb::arg("products"),
+        nb::arg("grad_products"), nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(),
+        nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("right_to_left"),
+        nb::arg("threads"));
   const auto def_scan = [&](const char* name, auto call) {
     m.def(
         name,
         [call](const in_array& x, const out_array& out, int dim, const std::optional<in_array>& initial,
-               const std::optional<out_array>& final, bool reverse, bool exclusive, unsigned threads) {
-          real_scan(x, out, dim, initial, final, reverse, exclusive,
-                    [&](const auto& in, const auto& y, const auto& opts) { call(parascan::host{threads}, in, y, opts); });
+               const std::optional<out_array>& final, bool reverse, bool exclusive,
+               const std::optional<in_array>& cu_seqlens, unsigned threads) {
+          real_scan(
+              x, out, dim, initial, final, reverse, exclusive, cu_seqlens,
+              [&](const auto& in, const auto& y, const auto& opts) { call(parascan::host{threads}, in, y, opts); });
         },
         nb::arg("x"), nb::arg("out"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(),
-        nb::arg("reverse"), nb::arg("exclusive"), nb::arg("threads"));
+        nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(), nb::arg("threads"));
   };
   def_scan("cumsum", [](const auto& exec, const auto& in, const auto& y, const auto& opts) {
     parascan::cumsum(exec, in, y, opts);

@@ -194,3 +194,153 @@ def test_version_matches_the_library():
     header = (Path(__file__).resolve().parents[2] / "include" / "parascan" / "version.hpp").read_text()
     parts = [re.search(r"PARASCAN_VERSION_%s (\d+)" % p, header).group(1) for p in ("MAJOR", "MINOR", "PATCH")]
     assert parascan.__version__ == ".".join(parts)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_packed_batches_from_cu_seqlens(dtype):
+    """N sequences of 0..300 rows back to back along axis 0 of a (total, D) array, as varlen models pack
+    them; each against the recurrence of its own rows, with per-sequence initial states, both directions."""
+    lengths = RNG.integers(0, 300, 9)
+    lengths[2] = 0
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)  # int32, as flash-attention's
+    total, D = int(cu[-1]), 5
+    a, b = gates_tokens((total, D), dtype)
+    x0 = RNG.standard_normal((len(lengths), D)).astype(dtype)
+    for reverse in (False, True):
+        x, final = parascan.linear_recurrence(a, b, dim=0, cu_seqlens=cu, initial=x0, reverse=reverse,
+                                              return_final=True)
+        assert final.shape == (len(lengths), D)
+        for i in range(len(lengths)):
+            rows = slice(cu[i], cu[i + 1])
+            ref, size, ref_final = reference(a[rows], b[rows], 0, x0[i], reverse)
+            close(x[rows], ref, size, dtype)
+            close(final[i], ref_final, np.abs(ref_final) + 1, dtype)
+        da, db = parascan.linear_recurrence_backward(a, x, np.ones_like(a), dim=0, cu_seqlens=cu, initial=x0,
+                                                     reverse=reverse)
+        for i in range(len(lengths)):
+            rows = slice(cu[i], cu[i + 1])
+            if lengths[i] == 0 or reverse:
+                continue
+            rda, rdb, _ = adjoint_reference(a[rows].T, x[rows].T, np.ones((D, lengths[i])), x0[i])
+            assert np.max(np.abs(db[rows] - rdb.T.real) / (1 + np.abs(rdb.T))) <= 64 * EPS[dtype], SEED
+            assert np.max(np.abs(da[rows] - rda.T.real) / (1 + np.abs(rda.T))) <= 256 * EPS[dtype], SEED
+    s = parascan.cumsum(a, dim=0, cu_seqlens=cu)
+    for i in range(len(lengths)):
+        rows = slice(cu[i], cu[i + 1])
+        assert np.allclose(s[rows], np.cumsum(a[rows].astype(np.float64), axis=0), rtol=16 * EPS[dtype]), SEED
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        parascan.cumsum(a, dim=0, cu_seqlens=np.array([0, total + 1]))
+    with pytest.raises(ValueError, match=r"offsets\[2\]"):
+        parascan.cumsum(a, dim=0, cu_seqlens=np.array([0, 5, 3]))
+
+
+def test_log_linear_recurrence_matches_the_linear_one():
+    a, b = gates_tokens((4, 500), np.float64)
+    b = np.abs(b) + 0.1
+    y, final = parascan.log_linear_recurrence(np.log(a), np.log(b), initial=np.log(2.0), return_final=True)
+    x = parascan.linear_recurrence(a, b, initial=2.0)
+    assert np.max(np.abs(np.exp(y) - x) / x) <= 64 * EPS[np.float64], SEED
+    assert np.allclose(np.exp(final), x[:, -1], rtol=1e-13)
+    # Far outside float range in linear space, fine in log space.
+    y = parascan.log_linear_recurrence(np.full(10, 100.0, np.float32), np.zeros(10, np.float32))
+    assert np.isfinite(y).all() and abs(y[-1] - 900.0) < 1e-3
+
+
+def test_logcumsumexp_backward_against_finite_differences():
+    x = RNG.standard_normal(9)
+    x[3] = -np.inf
+    w = RNG.standard_normal(9)
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            def loss(v):
+                return np.sum(w * np.where(np.isneginf(parascan.logcumsumexp(v, reverse=reverse, exclusive=exclusive)),
+                                           0.0, parascan.logcumsumexp(v, reverse=reverse, exclusive=exclusive)))
+            y = parascan.logcumsumexp(x, reverse=reverse, exclusive=exclusive)
+            gw = np.where(np.isneginf(y), 0.0, w)  # outputs that are -inf carry no gradient in the loss
+            g = parascan.logcumsumexp_backward(x, y, gw, reverse=reverse, exclusive=exclusive)
+            assert g[3] == 0.0
+            h = 1e-6
+            for t in (0, 4, 8):
+                e = np.zeros(9)
+                e[t] = h
+                numeric = (loss(x + e) - loss(x - e)) / (2 * h)
+                assert abs(numeric - g[t]) < 1e-6, (reverse, exclusive, t, numeric, g[t], SEED)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("N", [2, 3, 4, 8])
+def test_affine_recurrence(dtype, N):
+    B, T = 3, 67
+    W = (RNG.uniform(-0.5, 0.5, (B, T, N, N)) / np.sqrt(N)).astype(dtype)  # contracting
+    b = RNG.standard_normal((B, T, N)).astype(dtype)
+    x0 = RNG.standard_normal((B, N)).astype(dtype)
+    for reverse in (False, True):
+        x, final = parascan.affine_recurrence(W, b, dim=1, initial=x0, reverse=reverse, return_final=True)
+        ref = np.empty((B, T, N))
+        for s in range(B):
+            v = x0[s].astype(np.float64)
+            for k in range(T):
+                t = T - 1 - k if reverse else k
+                v = W[s, t].astype(np.float64) @ v + b[s, t]
+                ref[s, t] = v
+        scale = 1 + np.max(np.abs(ref))
+        assert np.max(np.abs(x - ref)) / scale <= 64 * EPS[dtype], SEED
+        assert np.max(np.abs(final - ref[:, 0 if reverse else -1])) / scale <= 64 * EPS[dtype], SEED
+
+
+def test_affine_recurrence_backward_against_finite_differences():
+    N, T = 3, 6
+    W = RNG.uniform(-0.5, 0.5, (T, N, N))
+    b, w, x0 = RNG.standard_normal((T, N)), RNG.standard_normal((T, N)), RNG.standard_normal(N)
+
+    def loss(W, b, x0):
+        return np.sum(w * parascan.affine_recurrence(W, b, dim=0, initial=x0))
+
+    x = parascan.affine_recurrence(W, b, dim=0, initial=x0)
+    gW, gb, gx0 = parascan.affine_recurrence_backward(W, x, w, dim=0, initial=x0, return_grad_initial=True)
+    h = 1e-6
+    for t, i, j in ((0, 0, 0), (2, 1, 2), (5, 2, 1)):
+        e = np.zeros_like(W)
+        e[t, i, j] = h
+        assert abs((loss(W + e, b, x0) - loss(W - e, b, x0)) / (2 * h) - gW[t, i, j]) < 1e-7, SEED
+        e = np.zeros_like(b)
+        e[t, i] = h
+        assert abs((loss(W, b + e, x0) - loss(W, b - e, x0)) / (2 * h) - gb[t, i]) < 1e-7, SEED
+    e = np.zeros(N)
+    e[1] = h
+    assert abs((loss(W, b, x0 + e) - loss(W, b, x0 - e)) / (2 * h) - gx0[1]) < 1e-7, SEED
+
+
+@pytest.mark.parametrize("order", ["left_to_right", "right_to_left"])
+def test_matrix_chain_and_its_gradient(order):
+    M = RNG.uniform(-0.6, 0.6, (2, 40, 4, 4))
+    P = parascan.matrix_chain(M, dim=1, order=order)
+    for s in range(2):
+        acc = np.eye(4)
+        for t in range(40):
+            acc = acc @ M[s, t] if order == "left_to_right" else M[s, t] @ acc
+            assert np.allclose(P[s, t], acc, atol=1e-13), SEED
+    total = parascan.matrix_chain_product(M, dim=1, order=order)
+    assert np.allclose(total, P[:, -1], atol=1e-13)
+    m, w = RNG.uniform(-0.9, 0.9, (5, 3, 3)), RNG.standard_normal((5, 3, 3))
+
+    def loss(m):
+        return np.sum(w * parascan.matrix_chain(m, dim=0, order=order))
+
+    g = parascan.matrix_chain_backward(m, parascan.matrix_chain(m, dim=0, order=order), w, dim=0, order=order)
+    h = 1e-6
+    for t, i, j in ((0, 0, 1), (2, 2, 2), (4, 1, 0)):
+        e = np.zeros_like(m)
+        e[t, i, j] = h
+        assert abs((loss(m + e) - loss(m - e)) / (2 * h) - g[t, i, j]) < 1e-7, SEED
+
+
+def test_matrix_arguments_checked():
+    with pytest.raises(ValueError, match="N = 2, 3, 4, 8 or 16"):
+        parascan.matrix_chain(np.ones((4, 5, 5)), dim=0)
+    with pytest.raises(ValueError, match="b.shape"):
+        parascan.affine_recurrence(np.ones((4, 3, 3)), np.ones((4, 2)), dim=0)
+    with pytest.raises(ValueError, match="order"):
+        parascan.matrix_chain(np.ones((4, 2, 2)), dim=0, order="up")
+    with pytest.raises(ValueError, match="contiguous elements"):
+        parascan.matrix_chain(np.ones((4, 2, 2)).transpose(0, 2, 1), dim=0)
