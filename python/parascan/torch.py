@@ -1,0 +1,96 @@
+"""PyTorch integration: parascan's linear recurrence as torch.library custom ops with fake (meta)
+implementations and autograd through the fused backward pass, so it works under autograd, gradcheck and
+torch.compile(fullgraph=True) without graph breaks; and ``scan(gates, tokens)``, a drop-in for
+accelerated-scan's ``scan`` (same signature, any T, not only powers of two).
+
+This build runs the host backend: CPU tensors (float32, float64, complex64, complex128). CUDA tensors are
+refused with a ValueError until the extension is built with the CUDA backend.
+
+    from parascan.torch import scan                  # was: from accelerated_scan.warp import scan
+    x = scan(gates, tokens)                          # (B, C, T): x[t] = gates[t] * x[t-1] + tokens[t]
+    x = linear_recurrence(gates, tokens, dim=1, initial=x0, reverse=False)
+"""
+from typing import Optional, Tuple
+
+import torch
+
+from . import _parascan
+
+__all__ = ["linear_recurrence", "scan"]
+
+
+def _host(t: Optional[torch.Tensor]):
+    """A tensor as the extension takes it: detached (DLPack refuses tensors that require grad)."""
+    return None if t is None else t.detach()
+
+
+def _batch(x: torch.Tensor, dim: int):
+    shape = list(x.shape)
+    del shape[dim]
+    return shape
+
+
+@torch.library.custom_op("parascan::linear_recurrence", mutates_args=())
+def _forward(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+             reverse: bool) -> torch.Tensor:
+    x = torch.empty_like(tokens, memory_format=torch.contiguous_format)
+    _parascan.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0)
+    return x
+
+
+@_forward.register_fake
+def _(gates, tokens, initial, dim, reverse):
+    return torch.empty_like(tokens, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("parascan::linear_recurrence_backward", mutates_args=())
+def _backward_op(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
+                 dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
+    grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
+    grad_initial = gates.new_empty(_batch(gates, dim))
+    _parascan.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x), grad_gates, grad_tokens, dim,
+                                         _host(initial), None, grad_initial, reverse, None, 0)
+    return grad_gates, grad_tokens, grad_initial
+
+
+@_backward_op.register_fake
+def _(gates, x, grad_x, initial, dim, reverse):
+    return (torch.empty_like(gates, memory_format=torch.contiguous_format),
+            torch.empty_like(gates, memory_format=torch.contiguous_format), gates.new_empty(_batch(gates, dim)))
+
+
+def _setup_context(ctx, inputs, output):
+    gates, _tokens, initial, dim, reverse = inputs
+    ctx.save_for_backward(gates, output, initial)
+    ctx.dim, ctx.reverse = dim, reverse
+
+
+def _backward(ctx, grad_x):
+    gates, x, initial = ctx.saved_tensors
+    grad_gates, grad_tokens, grad_initial = _backward_op(gates, x, grad_x, initial, ctx.dim, ctx.reverse)
+    return grad_gates, grad_tokens, (grad_initial if initial is not None else None), None, None
+
+
+_forward.register_autograd(_backward, setup_context=_setup_context)
+
+
+def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
+                      initial: Optional[torch.Tensor] = None, reverse: bool = False) -> torch.Tensor:
+    """x[t] = gates[t] * x[t-1] + tokens[t] along ``dim``, x[-1] = ``initial`` (shape: the batch, i.e. the
+    tensors' shape without ``dim``; default 0), differentiable in gates, tokens and initial."""
+    if not -gates.dim() <= dim < gates.dim():
+        raise ValueError("parascan: dim: an axis of gates (%d axes), got %d" % (gates.dim(), dim))
+    dim %= gates.dim()
+    if initial is not None:
+        initial = initial.to(dtype=tokens.dtype).expand(_batch(tokens, dim)).contiguous()
+    return _forward(gates, tokens, initial, dim, reverse)
+
+
+def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """accelerated-scan's ``scan(gates, tokens)``: (B, C, T) tensors, x[t] = gates[t] * x[t-1] + tokens[t]
+    along the last axis, forward and backward; any T."""
+    if gates.dim() != 3 or tokens.shape != gates.shape:
+        raise ValueError("parascan: scan: gates and tokens of one shape (B, C, T), got %s and %s"
+                         % (tuple(gates.shape), tuple(tokens.shape)))
+    return _forward(gates, tokens, None, 2, False)

@@ -1,0 +1,91 @@
+"""parascan.torch: the custom ops under autograd, gradcheck, opcheck and torch.compile, and the
+accelerated-scan drop-in, on CPU tensors (host backend). Skipped where PyTorch is not installed (CI
+keeps its install small; the GPU machine has it)."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import parascan  # noqa: E402
+import parascan.torch as pt  # noqa: E402
+
+SEED = int(np.random.SeedSequence().entropy % (2 ** 63))
+GEN = torch.Generator().manual_seed(SEED)
+
+
+def inputs(shape, dtype=torch.float64, requires_grad=False):
+    a = (torch.rand(shape, generator=GEN, dtype=torch.float64) * 0.5 + 0.45).to(dtype)
+    b = torch.randn(shape, generator=GEN, dtype=torch.float64).to(dtype)
+    return a.requires_grad_(requires_grad), b.requires_grad_(requires_grad)
+
+
+def loop(a, b, dim=-1, initial=None, reverse=False):
+    a, b = a.detach().movedim(dim, -1).double(), b.detach().movedim(dim, -1).double()
+    x = torch.zeros(a.shape[:-1], dtype=torch.float64) if initial is None else initial.detach().double().clone()
+    out = torch.empty_like(a)
+    T = a.shape[-1]
+    for k in range(T):
+        t = T - 1 - k if reverse else k
+        x = a[..., t] * x + b[..., t]
+        out[..., t] = x
+    return out.movedim(-1, dim)
+
+
+@pytest.mark.parametrize("dim,reverse", [(-1, False), (1, True), (0, False)])
+def test_forward_matches_a_loop(dim, reverse):
+    a, b = inputs((3, 40, 5), torch.float32)
+    x = pt.linear_recurrence(a, b, dim=dim, reverse=reverse)
+    assert x.dtype == torch.float32 and x.shape == a.shape
+    assert torch.allclose(x.double(), loop(a, b, dim, reverse=reverse), rtol=1e-5, atol=1e-5), SEED
+
+
+def test_gradcheck_in_fp64_with_initial_states():
+    a, b = inputs((2, 3, 9), requires_grad=True)
+    x0 = torch.randn(2, 3, generator=GEN, dtype=torch.float64, requires_grad=True)
+    for dim, reverse in ((-1, False), (-1, True)):
+        assert torch.autograd.gradcheck(lambda a, b, x0: pt.linear_recurrence(a, b, dim, x0, reverse), (a, b, x0)), SEED
+    a2, b2 = inputs((4, 6, 2), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: pt.linear_recurrence(a, b, dim=1), (a2, b2)), SEED
+
+
+def test_opcheck_of_the_registered_ops():
+    a, b = inputs((2, 3, 17), requires_grad=True)
+    torch.library.opcheck(torch.ops.parascan.linear_recurrence.default, (a, b, None, 2, False))
+    x = pt.linear_recurrence(a, b).detach()
+    torch.library.opcheck(torch.ops.parascan.linear_recurrence_backward.default,
+                          (a.detach(), x, torch.ones_like(x), None, 2, False))
+
+
+def test_scan_is_a_drop_in_for_accelerated_scan():
+    a, b = inputs((2, 4, 1000), torch.float32, requires_grad=True)  # T = 1000: not a power of two
+    x = pt.scan(a, b)
+    assert torch.allclose(x.double(), loop(a, b), rtol=1e-5, atol=1e-5), SEED
+    w = torch.randn(x.shape, generator=GEN)
+    (x * w).sum().backward()
+    da, db = parascan.linear_recurrence_backward(a.detach().numpy(), x.detach().numpy(), w.numpy())
+    assert np.allclose(a.grad.numpy(), da, rtol=1e-5, atol=1e-5) and np.allclose(b.grad.numpy(), db, rtol=1e-5,
+                                                                                      atol=1e-5), SEED
+    with pytest.raises(ValueError, match="scan"):
+        pt.scan(a[0], b[0])
+
+
+def test_torch_compile_fullgraph():
+    a, b = inputs((2, 3, 64), requires_grad=True)
+
+    def f(a, b):
+        return (pt.linear_recurrence(a, b, dim=-1) ** 2).sum()
+
+    compiled = torch.compile(f, fullgraph=True)
+    value = compiled(a, b)
+    value.backward()
+    ga, gb = a.grad.clone(), b.grad.clone()
+    a.grad, b.grad = None, None
+    f(a, b).backward()
+    assert torch.allclose(value, f(a, b)) and torch.allclose(ga, a.grad) and torch.allclose(gb, b.grad), SEED
+
+
+def test_bad_input_is_a_value_error():
+    a, b = inputs((2, 8))
+    with pytest.raises(ValueError, match="tokens"):
+        pt.linear_recurrence(a, b[:, :7])
+    with pytest.raises(ValueError, match="dim"):
+        pt.linear_recurrence(a, b, dim=3)
