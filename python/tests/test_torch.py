@@ -89,3 +89,13 @@ def test_bad_input_is_a_value_error():
         pt.linear_recurrence(a, b[:, :7])
     with pytest.raises(ValueError, match="dim"):
         pt.linear_recurrence(a, b, dim=3)
+
+
+def test_the_plain_api_keeps_torch_tensors():
+    a, b = inputs((2, 50), torch.float32)
+    x, final = parascan.linear_recurrence(a, b, return_final=True, initial=torch.tensor([1.0, 2.0]))
+    assert isinstance(x, torch.Tensor) and isinstance(final, torch.Tensor) and x.dtype == torch.float32
+    assert torch.allclose(x.double(), loop(a, b, initial=torch.tensor([1.0, 2.0])), rtol=1e-5, atol=1e-5), SEED
+    assert torch.equal(final, x[:, -1])
+    s = parascan.cumsum(torch.arange(6.0).reshape(2, 3), dim=0)
+    assert isinstance(s, torch.Tensor) and s.tolist() == [[0.0, 1.0, 2.0], [3.0, 5.0, 7.0]]
