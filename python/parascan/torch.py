@@ -1,6 +1,6 @@
-"""PyTorch integration: parascan's linear recurrence as torch.library custom ops with fake (meta)
-implementations and autograd through the fused backward pass, so it works under autograd, gradcheck and
-torch.compile(fullgraph=True) without graph breaks; and ``scan(gates, tokens)``, a drop-in for
+"""PyTorch integration: parascan's linear recurrence and logcumsumexp as torch.library custom ops with fake
+(meta) implementations and autograd through their backward passes, so that they work under autograd,
+gradcheck and torch.compile(fullgraph=True) without graph breaks; and ``scan(gates, tokens)``, a drop-in for
 accelerated-scan's ``scan`` (same signature, any T, not only powers of two).
 
 This build runs the host backend: CPU tensors (float32, float64, complex64, complex128). CUDA tensors are
@@ -16,7 +16,7 @@ import torch
 
 from . import _parascan
 
-__all__ = ["linear_recurrence", "scan"]
+__all__ = ["linear_recurrence", "logcumsumexp", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
@@ -85,6 +85,53 @@ def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
     if initial is not None:
         initial = initial.to(dtype=tokens.dtype).expand(_batch(tokens, dim)).contiguous()
     return _forward(gates, tokens, initial, dim, reverse)
+
+
+@torch.library.custom_op("parascan::logcumsumexp", mutates_args=())
+def _logcumsumexp(x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    _parascan.logcumsumexp(_host(x), y, dim, None, None, reverse, False, None, 0)
+    return y
+
+
+@_logcumsumexp.register_fake
+def _(x, dim, reverse):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("parascan::logcumsumexp_backward", mutates_args=())
+def _logcumsumexp_backward(x: torch.Tensor, y: torch.Tensor, grad_y: torch.Tensor, dim: int,
+                           reverse: bool) -> torch.Tensor:
+    grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
+    _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y), grad_x, dim, reverse, False, None, 0)
+    return grad_x
+
+
+@_logcumsumexp_backward.register_fake
+def _(x, y, grad_y, dim, reverse):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _logcumsumexp_setup(ctx, inputs, output):
+    x, dim, reverse = inputs
+    ctx.save_for_backward(x, output)
+    ctx.dim, ctx.reverse = dim, reverse
+
+
+def _logcumsumexp_grad(ctx, grad_y):
+    x, y = ctx.saved_tensors
+    return _logcumsumexp_backward(x, y, grad_y, ctx.dim, ctx.reverse), None, None
+
+
+_logcumsumexp.register_autograd(_logcumsumexp_grad, setup_context=_logcumsumexp_setup)
+
+
+def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch.Tensor:
+    """log(cumsum(exp(x))) along ``dim`` (from the last step with ``reverse``), differentiable; -inf inputs
+    get a zero gradient. float32, float64."""
+    if not -x.dim() <= dim < x.dim():
+        raise ValueError("parascan: dim: an axis of x (%d axes), got %d" % (x.dim(), dim))
+    return _logcumsumexp(x, dim % x.dim(), reverse)
 
 
 def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -99,3 +99,17 @@ def test_the_plain_api_keeps_torch_tensors():
     assert torch.equal(final, x[:, -1])
     s = parascan.cumsum(torch.arange(6.0).reshape(2, 3), dim=0)
     assert isinstance(s, torch.Tensor) and s.tolist() == [[0.0, 1.0, 2.0], [3.0, 5.0, 7.0]]
+
+
+def test_logcumsumexp_op_against_torch():
+    x = torch.randn(3, 50, generator=GEN, dtype=torch.float64, requires_grad=True)
+    for dim, reverse in ((-1, False), (0, True)):
+        y = pt.logcumsumexp(x, dim=dim, reverse=reverse)
+        ref = torch.logcumsumexp(x.flip(dim) if reverse else x, dim)
+        ref = ref.flip(dim) if reverse else ref
+        assert torch.allclose(y, ref, rtol=1e-12, atol=1e-12), SEED
+        assert torch.autograd.gradcheck(lambda v: pt.logcumsumexp(v, dim=dim, reverse=reverse), (x[:, :9],)), SEED
+    z = torch.tensor([-float("inf"), 0.0, 1.0], dtype=torch.float64, requires_grad=True)
+    pt.logcumsumexp(z).sum().backward()
+    assert z.grad[0] == 0.0 and torch.isfinite(z.grad).all()
+    torch.library.opcheck(torch.ops.parascan.logcumsumexp.default, (x.detach().requires_grad_(), 1, False))
