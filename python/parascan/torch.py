@@ -1,7 +1,8 @@
-"""PyTorch integration: parascan's linear recurrence and logcumsumexp as torch.library custom ops with fake
-(meta) implementations and autograd through their backward passes, so that they work under autograd,
-gradcheck and torch.compile(fullgraph=True) without graph breaks; and ``scan(gates, tokens)``, a drop-in for
-accelerated-scan's ``scan`` (same signature, any T, not only powers of two).
+"""PyTorch integration: parascan's linear recurrence, logcumsumexp and matrix chains as torch.library
+custom ops with fake (meta) implementations and autograd through their backward passes, so that they work
+under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks; and
+``scan(gates, tokens)``, a drop-in for accelerated-scan's ``scan`` (same signature, any T, not only
+powers of two).
 
 This build runs the host backend: CPU tensors (float32, float64, complex64, complex128). CUDA tensors are
 refused with a ValueError until the extension is built with the CUDA backend.
@@ -16,7 +17,7 @@ import torch
 
 from . import _parascan
 
-__all__ = ["linear_recurrence", "logcumsumexp", "scan"]
+__all__ = ["linear_recurrence", "logcumsumexp", "matrix_chain", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
@@ -132,6 +133,61 @@ def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch
     if not -x.dim() <= dim < x.dim():
         raise ValueError("parascan: dim: an axis of x (%d axes), got %d" % (x.dim(), dim))
     return _logcumsumexp(x, dim % x.dim(), reverse)
+
+
+@torch.library.custom_op("parascan::matrix_chain", mutates_args=())
+def _matrix_chain(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
+    products = torch.empty_like(matrices, memory_format=torch.contiguous_format)
+    _parascan.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0)
+    return products
+
+
+@_matrix_chain.register_fake
+def _(matrices, dim, reverse, right_to_left):
+    return torch.empty_like(matrices, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("parascan::matrix_chain_backward", mutates_args=())
+def _matrix_chain_backward(matrices: torch.Tensor, products: torch.Tensor, grad_products: torch.Tensor, dim: int,
+                           reverse: bool, right_to_left: bool) -> torch.Tensor:
+    grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
+    _parascan.matrix_chain_backward(_host(matrices), _host(products), _host(grad_products.contiguous()), grad, dim,
+                                    None, None, None, reverse, right_to_left, 0)
+    return grad
+
+
+@_matrix_chain_backward.register_fake
+def _(matrices, products, grad_products, dim, reverse, right_to_left):
+    return torch.empty_like(matrices, memory_format=torch.contiguous_format)
+
+
+def _matrix_chain_setup(ctx, inputs, output):
+    matrices, dim, reverse, right_to_left = inputs
+    ctx.save_for_backward(matrices, output)
+    ctx.dim, ctx.reverse, ctx.right_to_left = dim, reverse, right_to_left
+
+
+def _matrix_chain_grad(ctx, grad_products):
+    matrices, products = ctx.saved_tensors
+    grad = _matrix_chain_backward(matrices, products, grad_products, ctx.dim, ctx.reverse, ctx.right_to_left)
+    return grad, None, None, None
+
+
+_matrix_chain.register_autograd(_matrix_chain_grad, setup_context=_matrix_chain_setup)
+
+
+def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
+                 order: str = "left_to_right") -> torch.Tensor:
+    """Cumulative products of (..., T, ..., N, N) matrices along ``dim`` (counted among the axes before the
+    last two), M[0] @ ... @ M[t] (``order`` 'left_to_right') or M[t] @ ... @ M[0], differentiable;
+    N = 2, 3, 4, 8, 16; float32, float64."""
+    outer = matrices.dim() - 2
+    if outer < 1 or not -outer <= dim < outer:
+        raise ValueError("parascan: dim: an axis of matrices other than its last two (%d axes), got %d"
+                         % (max(outer, 0), dim))
+    if order not in ("left_to_right", "right_to_left"):
+        raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
+    return _matrix_chain(matrices, dim % outer, reverse, order == "right_to_left")
 
 
 def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -113,3 +113,17 @@ def test_logcumsumexp_op_against_torch():
     pt.logcumsumexp(z).sum().backward()
     assert z.grad[0] == 0.0 and torch.isfinite(z.grad).all()
     torch.library.opcheck(torch.ops.parascan.logcumsumexp.default, (x.detach().requires_grad_(), 1, False))
+
+
+@pytest.mark.parametrize("order", ["left_to_right", "right_to_left"])
+def test_matrix_chain_op(order):
+    m = (torch.rand(2, 6, 3, 3, generator=GEN, dtype=torch.float64) - 0.5).requires_grad_()
+    p = pt.matrix_chain(m, dim=1, order=order)
+    acc = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+    for t in range(6):
+        acc = acc @ m[:, t] if order == "left_to_right" else m[:, t] @ acc
+        assert torch.allclose(p[:, t], acc, atol=1e-14), SEED
+    assert torch.autograd.gradcheck(lambda v: pt.matrix_chain(v, dim=1, order=order), (m,)), SEED
+    assert torch.autograd.gradcheck(lambda v: pt.matrix_chain(v, dim=0, reverse=True, order=order), (m[0],)), SEED
+    with pytest.raises(ValueError, match="order"):
+        pt.matrix_chain(m, order="up")
