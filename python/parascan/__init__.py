@@ -40,11 +40,8 @@ def _empty_like(x, shape=None):
 def _batch_shape(x, dim, cu_seqlens=None):
     """The shape of per-sequence values (initial and final states): the array's shape without axis dim,
     or (N,) + that for a packed batch (N sequences along axis dim)."""
-    shape = list(x.shape)
-    if not -len(shape) <= dim < len(shape):
-        raise ValueError("parascan: dim: an axis of the input (%d axes), got %d" % (len(shape), dim))
-    del shape[dim]
-    return tuple(shape) if cu_seqlens is None else (len(cu_seqlens) - 1,) + tuple(shape)
+    shape, _ = _element_batch(x, dim, 0)
+    return shape if cu_seqlens is None else (len(cu_seqlens) - 1,) + shape
 
 
 def _offsets(cu_seqlens):
@@ -83,15 +80,16 @@ def _per_sequence(value, like, batch, name):
 
 
 def _element_batch(x, dim, element_axes):
-    """For arrays of N-vectors (element_axes 1) or N x N matrices (2): the per-sequence shape (the batch
-    axes and the element's), and dim among the other axes, non-negative."""
+    """For arrays of scalars (element_axes 0), N-vectors (1) or N x N matrices (2): the per-sequence shape
+    (the batch axes and the element's), and dim among the other axes, non-negative."""
     outer = len(x.shape) - element_axes
     if outer < 1:
-        raise ValueError("parascan: an array of %s needs a time axis before its last %d axes, got shape %s"
-                         % ("matrices" if element_axes == 2 else "vectors", element_axes, tuple(x.shape)))
+        what = ["an array", "an array of vectors", "an array of matrices"][element_axes]
+        raise ValueError("parascan: %s needs a time axis%s, got shape %s"
+                         % (what, " before its last %d axes" % element_axes if element_axes else "", tuple(x.shape)))
     if not -outer <= dim < outer:
-        raise ValueError("parascan: dim: an axis of the input other than its last %d (%d axes), got %d"
-                         % (element_axes, outer, dim))
+        raise ValueError("parascan: dim: an axis of the input%s (%d axes), got %d"
+                         % (" other than its last %d" % element_axes if element_axes else "", outer, dim))
     dim %= outer
     shape = list(x.shape)
     del shape[dim]
