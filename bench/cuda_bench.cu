@@ -985,9 +985,15 @@ std::vector<bench_case> make_cases(bool sweep) {
   const long long T24 = 1ll << 24;
   add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "bdt", {1, 16, T24}, T24, 16, 12, 16 * T24, false,
       [=](context& c, record& r) { run_linear<float>(c, r, 1, 16, T24, false); });
-  for (long long T : {4096, 65536})
+  for (long long T : {1024, 4096, 65536}) {
     add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "btd", {B, T, D}, T, B * D, 12, B * D * T,
         T == 4096, [=](context& c, record& r) { run_linear<float>(c, r, B, D, T, true); });
+    add("parascan", "linear_recurrence", "linear_recurrence", "bf16", "btd", {B, T, D}, T, B * D, 6, B * D * T, false,
+        [=](context& c, record& r) { run_linear<bf16>(c, r, B, D, T, true); });
+  }
+  for (long long b : {1, 2})  // fewer channels than two warps a multiprocessor: split in time
+    add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "btd", {b, 65536, D}, 65536, b * D, 12,
+        b * D * 65536, false, [=](context& c, record& r) { run_linear<float>(c, r, b, D, 65536, true); });
   for (long long T : {4096, 65536})
     add("parascan", "logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
         [=](context& c, record& r) { run_logcumsumexp(c, r, B, D, T); });
@@ -1015,9 +1021,11 @@ std::vector<bench_case> make_cases(bool sweep) {
       add("parascan", "sweep linear_recurrence", "linear_recurrence", "fp32", "btd", {B, T, D}, T, B * D, 12,
           B * D * T, false, [=](context& c, record& r) { run_linear<float, P>(c, r, B, D, T, true); }, name);
     };
-    lin_btd(cuda_policy<128, 4, A, 8>{}, policy_name(128, 4, "auto", 8));
-    lin_btd(cuda_policy<256, 8, A, 4>{}, policy_name(256, 8, "auto", 4));
-    lin_btd(cuda_policy<128, 16, A, 4>{}, policy_name(128, 16, "auto", 4));
+    // (B, T, D) runs one-warp channel groups: only the pipeline's depth (stages) applies.
+    lin_btd(cuda_policy<128, 4, A, 8, 2>{}, policy_name(128, 4, "auto", 8) + " 2 stages");
+    lin_btd(cuda_policy<128, 4, A, 8, 3>{}, policy_name(128, 4, "auto", 8) + " 3 stages");
+    lin_btd(cuda_policy<128, 4, A, 8, 6>{}, policy_name(128, 4, "auto", 8) + " 6 stages");
+    lin_btd(cuda_policy<128, 4, A, 8, 8>{}, policy_name(128, 4, "auto", 8) + " 8 stages");
     const auto lse = [&](auto policy, const std::string& name) {
       using P = decltype(policy);
       add("parascan", "sweep logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,

@@ -25,7 +25,7 @@ struct batch_shape {
 /// - block: a whole block, warp scans then warp totals through shared memory;
 /// - warp: a warp (several sequences per block), no block barrier;
 /// - thread: one thread, sequentially (large states);
-/// - channel: a block on 32 adjacent sequences, lanes across them, warps along time ((B, T, D)).
+/// - channel: a warp on 32 adjacent sequences, lane = sequence, each lane sequentially in time ((B, T, D)).
 enum class group_kind { block, warp, thread, channel };
 
 constexpr const char* name_of(group_kind g) {
@@ -72,7 +72,7 @@ constexpr group_geometry geometry_of(group_kind g, const policy_values& p) {
     case group_kind::block: return {p.threads, 1, 1};
     case group_kind::warp: return {32, p.threads / 32, 1};
     case group_kind::thread: return {1, p.threads, 1};
-    case group_kind::channel: return {p.threads / 32, 1, 32};
+    case group_kind::channel: return {1, 1, 32};  // one-warp blocks, whatever the policy's block size
   }
   return {p.threads, 1, 1};
 }
@@ -102,7 +102,10 @@ struct scan_plan {
 /// The plan for a batch, given the chosen group and how many blocks of its kernel one multiprocessor
 /// holds. Sequences are split into segments when there are fewer independent groups than the device runs
 /// at once and they are long (more than four tiles); segments are whole tiles, at least four long.
-/// Sequential threads need more segments in flight than resident threads to hide their latency.
+/// Sequential threads need more segments in flight than resident threads to hide their latency. A
+/// channel group keeps several stages of its 32 sequences in flight (12 KiB for fp32 pairs), so two a
+/// multiprocessor fill the memory pipeline: splitting (which reads the inputs twice) waits until there are
+/// fewer than that; its tile is the 16 steps of a stage of fp32 pairs.
 inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch_shape& shape, int multiprocessors,
                            int blocks_per_multiprocessor) {
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
@@ -110,9 +113,11 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   plan.group = group;
   plan.geometry = geometry_of(group, p);
   const bool sequential = group == group_kind::thread;
-  plan.tile = sequential ? 64 : index_t(plan.geometry.threads) * p.items;
-  plan.resident = index_t(std::max(multiprocessors, 1)) * std::max(blocks_per_multiprocessor, 1) *
-                  plan.geometry.groups_per_block * (sequential ? 2 : 1);
+  const bool channel = group == group_kind::channel;
+  plan.tile = sequential ? 64 : channel ? 16 : index_t(plan.geometry.threads) * p.items;
+  plan.resident = channel ? index_t(std::max(multiprocessors, 1)) * 2
+                          : index_t(std::max(multiprocessors, 1)) * std::max(blocks_per_multiprocessor, 1) *
+                                plan.geometry.groups_per_block * (sequential ? 2 : 1);
   plan.groups = ceil_div(std::max<index_t>(shape.count, 1), plan.geometry.sequences_per_group);
   const index_t len = shape.max_length;
   if (plan.groups >= plan.resident || len <= 4 * plan.tile) return plan;

@@ -51,7 +51,14 @@ TEST_CASE("plan: geometry, tile and resident groups of each group kind") {
   const auto channel = plan_scan(pair_warp, group_kind::channel, batch_shape{8 * 1536, 4096, true}, h200_sms, 8);
   CHECK(channel.geometry.sequences_per_group == 32);
   CHECK(channel.groups == 8 * 1536 / 32);
-  CHECK(channel.tile == 4 * 4);  // 4 warps along time, 4 steps each
+  CHECK(channel.geometry.threads == 1);  // a lane per sequence
+  CHECK(channel.geometry.groups_per_block == 1);
+  CHECK(channel.tile == 16);
+  CHECK(channel.resident == 2 * 132);  // deep pipelines: two warps a multiprocessor
+  CHECK(channel.splits == 1);          // 384 groups: no split (which would read the inputs twice)
+  const auto few = plan_scan(pair_warp, group_kind::channel, batch_shape{64, index_t(1) << 20, true}, h200_sms, 8);
+  CHECK(few.groups == 2);
+  CHECK(few.splits == 132);
 
   const auto thread = plan_scan(matrix_seq, group_kind::thread, batch_shape{10, 100, false}, h200_sms, 2);
   CHECK(thread.tile == 64);

@@ -4,9 +4,9 @@
 //   warp_group<T>   : each warp of a T-thread block on its own sequence (short sequences);
 //   thread_group<T> : each thread on its own segment, sequentially (large states, where parallel
 //                     combining costs more than it saves).
-//   channel_group<T>: a block on 32 sequences at once, lane = sequence, warps = consecutive stretches of
-//                     time (strided layouts whose adjacent sequences are adjacent in memory, (B, T, D)).
-// A group's exclusive_scan(op, thread_total, carry) returns each thread's prefix, carry included, and
+//   channel_group<T>: a warp on 32 sequences at once, lane = sequence, each lane sequentially in time
+//                     (strided layouts whose adjacent sequences are adjacent in memory, (B, T, D)).
+// A group's exclusive_scan(op, thread_total, carry) (all but the channel group, which runs its own loop) returns each thread's prefix, carry included, and
 // advances `carry` (held identically by every thread of a sequence) past the whole group's items.
 // sequence_lane() says which of the group's sequences_per_group sequences a thread works on, and
 // loop_end(p1) the bound every thread of the group loops to (its sequences may differ in length).
@@ -119,25 +119,25 @@ struct thread_group {
   }
 };
 
+/// Lanes across 32 sequences whose elements at a step are adjacent, each lane scanning its own sequence
+/// step by step (channel.cuh). One warp a block whatever the policy's block size: a batch of 12288
+/// channels is only 384 groups, and one-warp blocks spread them over every multiprocessor.
 template <int THREADS>
 struct channel_group {
   static constexpr group_kind kind = group_kind::channel;
-  static constexpr int block_threads = THREADS;
+  static constexpr int block_threads = warp_threads;
   static constexpr bool warp_contiguous = false;
-  static constexpr int warps = THREADS / warp_threads;
   static constexpr int groups_per_block = 1;
-  static constexpr int threads = warps;  // threads side by side in time, per sequence
+  static constexpr int threads = 1;  // threads per sequence
   static constexpr int sequences_per_group = warp_threads;
 
   template <class S>
-  struct temp_storage {
-    S total[2][warps][warp_threads];  // double-buffered by tile parity, as in block_group
-  };
+  struct temp_storage {};
 
-  __device__ int rank() const { return int(threadIdx.x) / warp_threads; }
+  __device__ int rank() const { return 0; }
   __device__ int group_in_block() const { return 0; }
   __device__ int sequence_lane() const { return int(threadIdx.x) % warp_threads; }
-  /// The longest of the 32 sequences' bounds: every warp holds the same 32 sequences, so it is uniform.
+  /// The longest of the 32 sequences' bounds (uniform across the warp).
   __device__ index_t loop_end(index_t p1) const {
 #pragma unroll
     for (int d = 16; d > 0; d /= 2) {
@@ -146,28 +146,6 @@ struct channel_group {
     }
     return p1;
   }
-
-  template <class Op>
-  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
-                                                        state_t<Op>& carry, temp_storage<state_t<Op>>& temp) {
-    using S = state_t<Op>;
-    const int warp = rank(), lane = sequence_lane();
-    S(*totals)[warp_threads] = temp.total[parity_];
-    parity_ ^= 1;
-    totals[warp][lane] = thread_total;
-    __syncthreads();
-    S before = carry, total = carry;
-#pragma unroll
-    for (int w = 0; w < warps; ++w) {
-      if (w == warp) before = total;
-      total = op(total, totals[w][lane]);
-    }
-    carry = total;
-    return before;
-  }
-
- private:
-  int parity_ = 0;
 };
 
 }  // namespace parascan::engine

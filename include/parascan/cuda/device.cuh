@@ -6,7 +6,8 @@
 //    default for states up to 32 bytes (several sequences per block), or a whole block;
 //  - few long sequences: each sequence split into segments over several groups, reduce-then-scan
 //    (fold every segment, scan the segment totals per sequence, rescan each segment from its carry);
-//  - strided time with adjacent sequences ((B, T, D)): lanes across 32 sequences, warps along time;
+//  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
+//    sequentially in time, inputs staged row by row (channel.cuh);
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread).
 #pragma once
@@ -20,6 +21,7 @@
 #include "../operator_traits.hpp"
 #include "../plan.hpp"
 #include "../policy.hpp"
+#include "channel.cuh"
 #include "check.cuh"
 #include "memory.cuh"
 #include "sequence.cuh"
@@ -69,7 +71,9 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
     segment_kernel(const segment_args<Op, Pack, Outs> a) {
   using S = state_t<Op>;
   using temp_t = typename Group::template temp_storage<S>;
-  using staging_t = staging_plan<Group, ITEMS, STAGES, Op, Pack>;
+  constexpr bool channels = Group::kind == group_kind::channel;
+  using staging_t = std::conditional_t<channels, channel_staging<STAGES, Op, Pack>,
+                                       staging_plan<Group, ITEMS, STAGES, Op, Pack>>;
   // Raw storage: states with constructors (Eigen matrices) cannot be __shared__ variables themselves.
   __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
   __shared__ alignas(16) unsigned char staging_space[staging_t::bytes];
@@ -96,8 +100,11 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
   decltype(bind_outputs(a.out, 0)) out{};
   if (write && active) out = bind_outputs(a.out, s);
   const auto in = active ? bind(a.in, s) : bind(a.in, 0);  // inactive lanes never read
-  carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0,
-                                             p1, loop_end, a.reverse, a.exclusive, carry);
+  if constexpr (channels)
+    carry = scan_channels<STAGES, write>(staging, a.op, in, out, n, p0, p1, loop_end, a.reverse, a.exclusive, carry);
+  else
+    carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0,
+                                               p1, loop_end, a.reverse, a.exclusive, carry);
 
   if (!active || group.rank() != 0) return;
   if (PASS == pass::fold) a.partials[s * a.splits + j] = carry;
