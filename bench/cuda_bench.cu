@@ -847,6 +847,46 @@ void run_log_linear(context& ctx, record& r, index_t B, index_t D, index_t T) {
       [&] { return check_log_linear(ctx, va, vb, vx, pick(B * D), 2e-5); });
 }
 
+/// log_linear_recurrence_backward over (B, D, T): reads log a, log b, log x (the forward's, computed
+/// first) and dL/d(log x); writes dL/d(log a), dL/d(log b). Checked against an fp64 adjoint of the
+/// stored values on a few sequences, relative to the size of the terms.
+void run_log_backward(context& ctx, record& r, index_t B, index_t D, index_t T) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> la(n), lb(n), y(n), dy(n), da(n), db(n);
+  fill(la.p, n, dist::log_gate, 1);
+  fill(lb.p, n, dist::token, 2);
+  fill(dy.p, n, dist::token, 3);
+  const auto v = [&](float* p) { return parascan::bdt(p, B, D, T); };
+  parascan::log_linear_recurrence(parascan::cuda{}, v(la.p), v(lb.p), v(y.p));
+  measure(
+      ctx, r, [&] { da.poison(), db.poison(); },
+      [&] {
+        parascan::log_linear_recurrence_backward(parascan::cuda{}, v(la.p), v(lb.p), v(y.p), v(dy.p), v(da.p),
+                                                 v(db.p));
+      },
+      [&] {
+        error_meter m{1e-5};
+        std::vector<float> h[6];
+        for (index_t s : pick(B * D)) {
+          const float* dev[6] = {la.p, lb.p, y.p, dy.p, da.p, db.p};
+          for (int k = 0; k < 6; ++k) {
+            h[k].resize(T);
+            check(cudaMemcpy(h[k].data(), dev[k] + s * T, sizeof(float) * T, cudaMemcpyDeviceToHost), "download");
+          }
+          double carried = 0, scale = 0;  // r[t+1] h[t+1] and the size of its terms
+          for (index_t t = T - 1; t >= 0; --t) {
+            const double hh = h[3][t] + carried, hs = std::abs(double(h[3][t])) + scale;
+            const double y_prev = t > 0 ? double(h[2][t - 1]) : -INFINITY;
+            const double share = std::exp(double(h[0][t]) + y_prev - h[2][t]), w = std::exp(double(h[1][t]) - h[2][t]);
+            m.add(std::abs(h[5][t] - hh * w) / (hs * w + 1e-30), s, t, h[5][t], hh * w);
+            m.add(std::abs(h[4][t] - hh * share) / (hs * share + 1e-30), s, t, h[4][t], hh * share);
+            carried = share * hh, scale = share * hs;
+          }
+        }
+        return m;
+      });
+}
+
 /// Packed (total, D) batch with host offsets (cu_seqlens); checks the first, the last and the longest.
 void run_packed(context& ctx, record& r, const std::vector<index_t>& offsets, index_t D) {
   const index_t N = index_t(offsets.size()) - 1, total = offsets.back();
@@ -999,6 +1039,8 @@ std::vector<bench_case> make_cases(bool sweep) {
         [=](context& c, record& r) { run_logcumsumexp(c, r, B, D, T); });
   add("parascan", "log_linear_recurrence", "log_linear_recurrence", "fp32", "bdt", bdt_shape(65536), 65536, B * D, 12,
       B * D * 65536, false, [=](context& c, record& r) { run_log_linear(c, r, B, D, 65536); });
+  add("parascan", "log_linear_recurrence_backward", "log_linear_recurrence_backward", "fp32", "bdt", bdt_shape(65536),
+      65536, B * D, 24, B * D * 65536, false, [=](context& c, record& r) { run_log_backward(c, r, B, D, 65536); });
   const long long PD = 64;
   for (int k = 0; k < 2; ++k) {
     const std::vector<index_t> off = k == 0 ? realistic_offsets((index_t(1) << 26) / PD) : skewed_offsets(4000, 4, 1 << 18);

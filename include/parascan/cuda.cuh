@@ -104,12 +104,13 @@ std::pair<Outs, Outs> stage_outputs(const Outs& out, staged_offsets& staged) {
 /// What dispatch needs to know of a (host-offsets) view.
 template <class T>
 batch_shape shape_of(const sequences<T>& v) {
-  index_t longest = v.length;
+  index_t longest = v.length, total = -1;
   if (v.packed()) {
     longest = 0;
     for (index_t i = 0; i < v.extent[0]; ++i) longest = std::max(longest, v.offsets[i + 1] - v.offsets[i]);
+    total = (v.offsets[v.extent[0]] - v.offsets[0]) * v.extent[1];
   }
-  return {v.count(), longest, v.time_stride != 1 && v.stride[1] == 1 && v.extent[1] > 1};
+  return {v.count(), longest, v.time_stride != 1 && v.stride[1] == 1 && v.extent[1] > 1, total};
 }
 
 }  // namespace detail
@@ -143,7 +144,9 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const Outs& o
 
   engine::segment_args<Op, pack, out_pack> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
-  engine::run<policy, true>(args, detail::shape_of(out_host.head), alloc, exec.stream);
+  const auto& lengths = out_host.head;
+  engine::run<policy, true>(args, detail::shape_of(lengths), [&](index_t s) { return lengths.length_of(s); }, alloc,
+                            exec.stream);
 }
 
 namespace detail {
@@ -168,7 +171,9 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
 
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_pack<>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
-  engine::run<policy, false>(args, shape_of(underlying(in_host.head)), alloc, exec.stream);
+  const auto& lengths = underlying(in_host.head);
+  engine::run<policy, false>(args, shape_of(lengths), [&](index_t s) { return lengths.length_of(s); }, alloc,
+                             exec.stream);
 }
 
 }  // namespace detail

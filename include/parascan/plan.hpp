@@ -19,6 +19,9 @@ struct batch_shape {
   index_t count = 0;                // sequences
   index_t max_length = 0;           // longest sequence
   bool adjacent_sequences = false;  // sequences s, s+1 one element apart and time strided: (B, T, D)
+  index_t total_length = -1;        // steps of all sequences together (-1: count * max_length, uniform)
+
+  index_t total() const { return total_length >= 0 ? total_length : count * max_length; }
 };
 
 /// Which threads scan one sequence (or segment) together:
@@ -86,15 +89,16 @@ struct scan_plan {
   index_t groups = 0;    // independent groups of sequences
   index_t splits = 1;    // segments per sequence: > 1 runs reduce-then-scan (fold, carry, rescan)
   index_t segment = 0;   // scan positions per segment when splits > 1
+  bool ragged = false;   // splits > 1: each group only the segments its longest sequence needs
 
   std::string describe() const {
     char text[256];
     std::snprintf(text, sizeof text,
                   "group=%s threads=%d groups/block=%d sequences/group=%d tile=%lld resident=%lld groups=%lld "
-                  "splits=%lld segment=%lld",
+                  "splits=%lld segment=%lld%s",
                   name_of(group), geometry.threads, geometry.groups_per_block, geometry.sequences_per_group,
                   static_cast<long long>(tile), static_cast<long long>(resident), static_cast<long long>(groups),
-                  static_cast<long long>(splits), static_cast<long long>(segment));
+                  static_cast<long long>(splits), static_cast<long long>(segment), ragged ? " ragged" : "");
     return text;
   }
 };
@@ -105,7 +109,10 @@ struct scan_plan {
 /// Sequential threads need more segments in flight than resident threads to hide their latency. A
 /// channel group keeps several stages of its 32 sequences in flight (12 KiB for fp32 pairs), so two a
 /// multiprocessor fill the memory pipeline: splitting (which reads the inputs twice) waits until there are
-/// fewer than that; its tile is the 16 steps of a stage of fp32 pairs.
+/// fewer than that; its tile is the 16 steps of a stage of fp32 pairs. A skewed batch (packed, its longest
+/// sequence alone more than four times the balanced share of the steps, i.e. all of them over the resident
+/// groups) is split too, at that share: its long sequences spread over the device, the short ones keep one
+/// segment (their later, empty segments return at once).
 inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch_shape& shape, int multiprocessors,
                            int blocks_per_multiprocessor) {
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
@@ -120,8 +127,17 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
                                 plan.geometry.groups_per_block * (sequential ? 2 : 1);
   plan.groups = ceil_div(std::max<index_t>(shape.count, 1), plan.geometry.sequences_per_group);
   const index_t len = shape.max_length;
-  if (plan.groups >= plan.resident || len <= 4 * plan.tile) return plan;
-  const index_t segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
+  if (len <= 4 * plan.tile) return plan;
+  index_t segment = 0;
+  if (plan.groups < plan.resident) {
+    segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
+  } else {
+    const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
+    const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
+    if (len <= 4 * share) return plan;
+    segment = ceil_div(share, plan.tile) * plan.tile;
+    plan.ragged = true;
+  }
   const index_t splits = ceil_div(len, segment);
   if (splits > 1) plan.splits = splits, plan.segment = segment;
   return plan;

@@ -24,19 +24,11 @@ std::complex<double> random_token(ptest::fast_random& g) {
   else return g.normal();
 }
 
-/// ||got - ref||_2 / ||c||_2 over a run's outputs, where c[t] = |a[t] x[t-1]| + |b[t]| is the size of the
-/// terms that step t adds (|x0| for an initial value). Plain relative error would be unbounded where the
-/// terms cancel (x near 0), which one- or two-step sequences hit often; over long runs ||c|| ~ ||x||.
-struct recurrence_error {
-  double diff2 = 0, scale2 = 0;
-  bool bad = false;
-  void add(std::complex<double> got, std::complex<double> ref, double scale) {
-    if (!std::isfinite(got.real()) || !std::isfinite(got.imag())) bad = true;
-    diff2 += std::norm(got - ref);
-    scale2 += scale * scale;
-  }
-  double relative() const { return bad ? INFINITY : std::sqrt(diff2 / (scale2 > 0 ? scale2 : 1.0)); }
-};
+/// The error measure of a recurrence's outputs (ptest::scaled_norm_error): c[t] = |a[t] x[t-1]| + |b[t]| is
+/// the size of the terms that step t adds (|x0| for an initial value). Plain relative error would be
+/// unbounded where the terms cancel (x near 0), which one- or two-step sequences hit often; over long
+/// runs ||c|| ~ ||x||.
+using recurrence_error = ptest::scaled_norm_error;
 
 /// Runs linear_recurrence on every configuration with gates stored as G, tokens as X, outputs as Y, and
 /// checks the error (recurrence_error) against the fp64 reference of the stored inputs: at most

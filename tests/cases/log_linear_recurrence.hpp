@@ -139,6 +139,143 @@ void check_signed(double ulps) {
 
 }  // namespace
 
+/// fp64 reference of the log-space adjoint from the stored inputs, in scan order p = 0 .. n-1: the
+/// gradients of log a, log b and the initial log-value, each with the scale it is measured against (the
+/// same sums over absolute values). y_prev0: log x0 (-inf without an initial state).
+struct log_adjoint_reference {
+  std::vector<double> da, db, scale_a, scale_b;
+  double dx0 = 0, scale_x0 = 0;
+  log_adjoint_reference(const std::vector<double>& la, const std::vector<double>& lb, const std::vector<double>& y,
+                        double y_prev0, const std::vector<double>& dy, double gf) {
+    const std::size_t n = la.size();
+    da.assign(n, 0), db.assign(n, 0), scale_a.assign(n, 0), scale_b.assign(n, 0);
+    double carried = gf, carried_scale = std::abs(gf);  // r[p+1] h[p+1]
+    for (std::size_t p = n; p-- > 0;) {
+      if (y[p] == -INFINITY) {  // x = 0: no gradient through this step
+        carried = carried_scale = 0;
+        continue;
+      }
+      const double h = dy[p] + carried, hs = std::abs(dy[p]) + carried_scale;
+      const double r = std::exp(la[p] + (p == 0 ? y_prev0 : y[p - 1]) - y[p]), w = std::exp(lb[p] - y[p]);
+      db[p] = h * w, scale_b[p] = hs * w;
+      da[p] = h * r, scale_a[p] = hs * r;
+      carried = r * h, carried_scale = r * hs;
+    }
+    dx0 = carried, scale_x0 = carried_scale;
+  }
+};
+
+/// log x in fp64 from log a, log b and log x0, in scan order.
+std::vector<double> log_forward(const std::vector<double>& la, const std::vector<double>& lb, double y0) {
+  std::vector<double> y(la.size());
+  for (std::size_t p = 0; p < la.size(); ++p) y[p] = y0 = ref_add({la[p] + y0, 1}, {lb[p], 1}).log_abs;
+  return y;
+}
+
+/// log_linear_recurrence_backward on every configuration, values stored as S: the gradients' error
+/// relative to their scale (ptest::scaled_norm_error) at most `tol`.
+template <class S>
+void check_log_backward(double tol) {
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    if (f.exclusive) return;  // the forward's exclusive form has no backward wrapper
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<S> la(sh.elements()), lb(sh.elements()), y(sh.elements()), dy(sh.elements());
+    ptest::buffer<S> da(sh.elements()), db(sh.elements()), init(sh.count()), gf(sh.count()), dx0(sh.count());
+    ptest::fast_random g;
+    const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto hv = [&](auto& buf) { return sh.view(buf.host.data(), host_offsets); };
+    for (auto& v : la.host) v = S(g.uniform(0, 1) < 0.001 ? -INFINITY : g.uniform(-0.5, 0.0));
+    for (auto& v : lb.host) v = S(random_log_b(g) / 2);
+    for (auto& v : init.host) v = S(g.uniform(-10, 10));
+    ptest::fill(dy, [&] { return S(g.normal()); });
+    ptest::fill(gf, [&] { return S(g.normal()); });
+    // The forward's outputs, from an fp64 reference of the stored inputs, stored as S.
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = hv(la).length_of(s);
+      double carry = f.with_initial ? double(init.host[s]) : -INFINITY;
+      for (index_t p = 0; p < n; ++p) {
+        const index_t t = f.reverse ? n - 1 - p : p;
+        carry = ref_add({double(hv(la).at(s, t)) + carry, 1}, {double(hv(lb).at(s, t)), 1}).log_abs;
+        hv(y).at(s, t) = S(carry);
+      }
+    }
+    la.upload(), lb.upload(), y.upload(), init.upload();
+    ptest::fill(da, [] { return ptest::poison<S>(); });
+    ptest::fill(db, [] { return ptest::poison<S>(); });
+    ptest::fill(dx0, [] { return ptest::poison<S>(); });
+    parascan::backward_options<S> opts;
+    opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    opts.grad_final = f.with_final ? gf.data() : nullptr;
+    opts.grad_initial = dx0.data();
+    const auto view = [&](auto& buf) { return sh.view(buf.data(), offs.get(sh)); };
+    parascan::log_linear_recurrence_backward(ptest::exec(), view(la), view(lb), view(y), view(dy), view(da), view(db),
+                                             opts);
+    da.download(), db.download(), dx0.download();
+
+    ptest::scaled_norm_error err_a, err_b, err_x0;
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = hv(la).length_of(s);
+      const auto time = [&](index_t p) { return f.reverse ? n - 1 - p : p; };
+      std::vector<double> lap(n), lbp(n), yp(n), dyp(n);
+      for (index_t p = 0; p < n; ++p) {
+        lap[p] = double(hv(la).at(s, time(p))), lbp[p] = double(hv(lb).at(s, time(p)));
+        yp[p] = double(hv(y).at(s, time(p))), dyp[p] = double(hv(dy).at(s, time(p)));
+      }
+      const log_adjoint_reference ref(lap, lbp, yp, f.with_initial ? double(init.host[s]) : -INFINITY, dyp,
+                                      f.with_final ? double(gf.host[s]) : 0.0);
+      for (index_t p = 0; p < n; ++p) {
+        err_a.add(double(hv(da).at(s, time(p))), ref.da[p], ref.scale_a[p]);
+        err_b.add(double(hv(db).at(s, time(p))), ref.db[p], ref.scale_b[p]);
+      }
+      err_x0.add(double(dx0.host[s]), ref.dx0, ref.scale_x0);
+    }
+    if (std::getenv("PTEST_REPORT"))
+      MESSAGE(sh.describe() << " " << err_a.relative() << " " << err_b.relative() << " " << err_x0.relative());
+    CHECK(err_a.relative() <= tol);
+    CHECK(err_b.relative() <= tol);
+    CHECK(err_x0.relative() <= tol);
+  });
+}
+
+TEST_CASE("log_linear_recurrence_backward: the adjoint reference against central differences (fp64)") {
+  // L = sum_p w_p y_p + wf y_{n-1}, y = log x; derivatives by log a, log b and log x0.
+  const int n = 7;
+  ptest::fast_random g;
+  std::vector<double> la(n), lb(n), w(n);
+  for (int p = 0; p < n; ++p) la[p] = g.uniform(-1, 0.2), lb[p] = g.uniform(-3, 3), w[p] = g.normal();
+  double y0 = g.uniform(-2, 2);
+  const double wf = g.normal();
+  const auto loss = [&] {
+    const std::vector<double> y = log_forward(la, lb, y0);
+    double l = wf * y.back();
+    for (int p = 0; p < n; ++p) l += w[p] * y[p];
+    return l;
+  };
+  const log_adjoint_reference ref(la, lb, log_forward(la, lb, y0), y0, w, wf);
+  const double h = 1e-6;
+  const auto numeric = [&](double& v) {
+    const double keep = v;
+    v = keep + h;
+    const double plus = loss();
+    v = keep - h;
+    const double minus = loss();
+    v = keep;
+    return (plus - minus) / (2 * h);
+  };
+  for (int p = 0; p < n; ++p) {
+    CHECK(std::abs(numeric(la[p]) - ref.da[p]) <= 1e-7 * (1 + std::abs(ref.da[p])));
+    CHECK(std::abs(numeric(lb[p]) - ref.db[p]) <= 1e-7 * (1 + std::abs(ref.db[p])));
+  }
+  CHECK(std::abs(numeric(y0) - ref.dx0) <= 1e-7 * (1 + std::abs(ref.dx0)));
+}
+
+TEST_CASE("log_linear_recurrence_backward: fp32 and fp64, every layout, reverse, initial and final gradients") {
+  // Each share r = exp(log a + y[t-1] - y[t]) rounds an ulp of its argument's terms (|y| up to ~15 here).
+  check_log_backward<float>(64 * ptest::eps_of<float>());
+  check_log_backward<double>(64 * ptest::eps_of<double>());
+}
+
 TEST_CASE("log_linear_recurrence: positive a, b in fp32 and fp64") {
   check_positive<float>(8);
   check_positive<double>(8);

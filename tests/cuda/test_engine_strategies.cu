@@ -83,49 +83,61 @@ void for_each_engine_config(F&& f, index_t channels = 0) {
       }
 }
 
-template <class Policy, int K>
-void check_strategy(bool reduce, index_t channels = 0) {
+/// Runs one matrix scan (or reduction, into `fin`) of the sequences `view(buffer)` describes, over inputs
+/// x and initial states init, with outputs and totals poisoned (NaN) first, and returns its error
+/// against the fp64 sequential reference. `view` / `host_view` map a device / host pointer to the batch's
+/// view (offsets where the backend reads them / on the host).
+template <class Policy, int K, class View, class HostView>
+double run_matrix_case(View&& view, HostView&& host_view, ptest::buffer<mat<K>>& x, ptest::buffer<mat<K>>& y, ptest::buffer<mat<K>>& init,
+                       ptest::buffer<mat<K>>& fin, const ptest::scan_flags& f, bool reduce) {
   using M = mat<K>;
   const matmul_op<K> op;
+  M nan_mat;
+  for (auto& e : nan_mat.v) e = NAN;
+  ptest::fill(y, [&] { return nan_mat; });
+  ptest::fill(fin, [&] { return nan_mat; });
+  parascan::options<M> opts;
+  opts.reverse = f.reverse;
+  opts.initial = f.with_initial ? init.data() : nullptr;
+  if (reduce) {
+    parascan::reduce_scan<Policy>(ptest::exec(), op, view(x.data()), fin.data(), opts);
+  } else {
+    opts.exclusive = f.exclusive;
+    opts.final = f.with_final ? fin.data() : nullptr;
+    parascan::prefix_scan<Policy>(ptest::exec(), op, view(x.data()), view(y.data()), opts);
+  }
+  y.download();
+  fin.download();
+
+  ptest::error_meter err;
+  const auto add = [&](const M& got, const ref_mat<K>& ref) {
+    for (int i = 0; i < K * K; ++i) err.add(got.v[i], ref(i / K, i % K));
+  };
+  const auto xs = host_view(x.host.data()), ys = host_view(y.host.data());
+  for (index_t s = 0; s < xs.count(); ++s) {
+    const ref_mat<K> start = f.with_initial ? to_ref<K>(init.host[s]) : ref_mat<K>::Identity();
+    const ref_mat<K> total = ptest::reference_scan(
+        xs.length_of(s), f.exclusive && !reduce, f.reverse, start,
+        [&](const ref_mat<K>& c, index_t t) -> ref_mat<K> { return to_ref<K>(xs.at(s, t)) * c; },
+        [&](index_t t, const ref_mat<K>& c) {
+          if (!reduce) add(ys.at(s, t), c);
+        });
+    if (reduce || f.with_final) add(fin.host[s], total);
+  }
+  return err.relative();
+}
+
+template <class Policy, int K>
+void check_strategy(bool reduce, index_t channels = 0) {
   for_each_engine_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
     ptest::backend_offsets offs(sh);
-    ptest::buffer<M> x(sh.elements()), y(sh.elements()), init(sh.count()), fin(sh.count());
+    ptest::buffer<mat<K>> x(sh.elements()), y(sh.elements()), init(sh.count()), fin(sh.count());
     ptest::fill(x, random_mat<K>);
     ptest::fill(init, random_mat<K>);
-    M nan_mat;
-    for (auto& e : nan_mat.v) e = NAN;
-    ptest::fill(y, [&] { return nan_mat; });
-    ptest::fill(fin, [&] { return nan_mat; });
-    parascan::options<M> opts;
-    opts.reverse = f.reverse;
-    opts.initial = f.with_initial ? init.data() : nullptr;
-    if (reduce) {
-      parascan::reduce_scan<Policy>(ptest::exec(), op, sh.view(x.data(), offs.get(sh)), fin.data(), opts);
-    } else {
-      opts.exclusive = f.exclusive;
-      opts.final = f.with_final ? fin.data() : nullptr;
-      parascan::prefix_scan<Policy>(ptest::exec(), op, sh.view(x.data(), offs.get(sh)),
-                                    sh.view(y.data(), offs.get(sh)), opts);
-    }
-    y.download();
-    fin.download();
-
-    ptest::error_meter err;
-    const auto add = [&](const M& got, const ref_mat<K>& ref) {
-      for (int i = 0; i < K * K; ++i) err.add(got.v[i], ref(i / K, i % K));
-    };
-    for (index_t s = 0; s < sh.count(); ++s) {
-      const index_t n = sh.view(x.host.data(), sh.packed() ? sh.offsets.data() : nullptr).length_of(s);
-      const ref_mat<K> start = f.with_initial ? to_ref<K>(init.host[s]) : ref_mat<K>::Identity();
-      const ref_mat<K> total = ptest::reference_scan(
-          n, f.exclusive && !reduce, f.reverse, start,
-          [&](const ref_mat<K>& c, index_t t) -> ref_mat<K> { return to_ref<K>(ptest::host_at(x.host, sh, s, t)) * c; },
-          [&](index_t t, const ref_mat<K>& c) {
-            if (!reduce) add(ptest::host_at(y.host, sh, s, t), c);
-          });
-      if (reduce || f.with_final) add(fin.host[s], total);
-    }
-    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(sh.T))) * K);
+    const auto view = [&](mat<K>* p) { return sh.view(p, offs.get(sh)); };
+    const auto host_view = [&](mat<K>* p) { return sh.view(p, sh.packed() ? sh.offsets.data() : nullptr); };
+    CHECK(run_matrix_case<Policy, K>(view, host_view, x, y, init, fin, f, reduce) <=
+          1e-6 * (8 + 2 * std::sqrt(double(sh.T))) * K);
   }, channels);
 }
 
@@ -162,4 +174,33 @@ TEST_CASE("channel groups: lanes across >= 32 adjacent sequences (btd, strided, 
   check_strategy<parascan::use_default_policy, 2>(false, 40);
   check_strategy<parascan::use_default_policy, 2>(true, 33);
   check_strategy<parascan::cuda_policy<64, 3>, 2>(false, 35);
+}
+
+TEST_CASE("skewed packed batches: only the long sequences are split (ragged segment lists)") {
+  // Enough short sequences to fill the device (so the plan splits nothing for lack of groups) and two
+  // long ones: dispatch splits only those, each group into the segments its longest sequence needs.
+  // packed_td runs channel groups (32 sequences a warp), packed_dt warp groups (one each).
+  constexpr int K = 2;
+  using M = mat<K>;
+  for (const bool channels : {true, false}) {
+    const index_t N = channels ? 600 : 12000, D = channels ? 32 : 1, long_rows = channels ? 20000 : 100000;
+    std::vector<index_t> offsets{0};
+    for (index_t i = 0; i < N; ++i)
+      offsets.push_back(offsets.back() + (i == N / 3 || i == N - 1 ? long_rows : index_t(ptest::uniform(1, 9))));
+    const index_t total = offsets.back();
+    const auto view = [&](M* p) {
+      return channels ? parascan::packed_td(p, offsets.data(), N, D) : parascan::packed_dt(p, offsets.data(), N, 1, total);
+    };
+    ptest::buffer<M> x(std::size_t(total * D)), y(std::size_t(total * D)), init(std::size_t(N * D)),
+        fin(std::size_t(N * D));
+    ptest::fill(x, random_mat<K>);
+    ptest::fill(init, random_mat<K>);
+    for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
+                          ptest::scan_flags{false, true, true, false}})
+      for (const bool reduce : {false, true}) {
+        INFO((channels ? "packed_td D = 32" : "packed_dt") << ", " << ptest::describe(f) << (reduce ? " reduce" : ""));
+        CHECK(run_matrix_case<parascan::use_default_policy, K>(view, view, x, y, init, fin, f, reduce) <=
+              1e-6 * (8 + 2 * std::sqrt(double(long_rows))) * K);
+      }
+  }
 }

@@ -86,6 +86,34 @@ TEST_CASE("plan: few long sequences are split into whole tiles, at least four, e
   CHECK(plan_scan(pair_warp, group_kind::warp, batch_shape{0, 0, false}, h200_sms, 8).splits == 1);
 }
 
+TEST_CASE("plan: a skewed packed batch splits its long sequences at the balanced share of the steps") {
+  // 4 sequences of 2^18 rows among 4000 of 1..64 rows (~130000 rows), D = 64: 8008 channel groups.
+  const index_t rows = 4 * (index_t(1) << 18) + 130000;
+  const batch_shape skewed{4004 * 64, index_t(1) << 18, true, rows * 64};
+  const auto plan = plan_scan(pair_warp, group_kind::channel, skewed, h200_sms, 8);
+  CHECK(plan.groups == 8008);
+  REQUIRE(plan.splits > 1);
+  CHECK(plan.ragged);  // each group only the segments it needs
+  const index_t share = (rows * 2 + plan.resident - 1) / plan.resident;  // group steps over resident groups
+  CHECK(plan.segment >= share);
+  CHECK(plan.segment < share + plan.tile);
+  CHECK(plan.splits * plan.segment >= (index_t(1) << 18));
+  // A batch whose longest sequence is within four shares of the balanced one stays whole: uniform
+  // batches that fill the device, and a realistic packed batch (lengths 1..8192, 2^20 rows, D = 64).
+  CHECK(plan_scan(pair_warp, group_kind::channel, batch_shape{512 * 64, 8192, true, (index_t(1) << 20) * 64},
+                  h200_sms, 8).splits == 1);
+  CHECK(plan_scan(pair_warp, group_kind::warp, batch_shape{20000, 8192, false}, h200_sms, 8).splits == 1);
+  // The same skew over warp groups (one sequence each).
+  const auto warp = plan_scan(pair_warp, group_kind::warp, batch_shape{8000, index_t(1) << 22, false,
+                                                                          (index_t(1) << 22) + 8000 * 32},
+                              h200_sms, 8);
+  CHECK(warp.splits > 1);
+  CHECK(warp.ragged);
+  CHECK(warp.segment % warp.tile == 0);
+  // Few sequences split evenly (every group the same segments), as before.
+  CHECK(!plan_scan(pair_warp, group_kind::warp, batch_shape{1, index_t(1) << 28, false}, h200_sms, 8).ragged);
+}
+
 TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {
   const auto plan = plan_scan(pair_warp, group_kind::warp, batch_shape{1, 1 << 20, false}, h200_sms, 8);
   const std::string text = plan.describe();

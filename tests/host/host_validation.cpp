@@ -10,6 +10,7 @@
 
 #include <parascan/parascan.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/log_linear_recurrence.hpp>
 
 using parascan::index_t;
 
@@ -284,6 +285,22 @@ TEST_CASE_FIXTURE(fixture, "backward passes check every argument before writing 
   opts = {};
   opts.exclusive = true;  // an exclusive forward has no linear-recurrence backward
   check_rejected([&] { run(v(x, 0), v(w, 0), v(y, 0), v(da, 0), v(db, 0)); }, {"options.exclusive"}, guard);
+}
+
+TEST_CASE_FIXTURE(fixture, "the log-space backward names its arguments, log_b included, before writing anything") {
+  const auto v = [](std::vector<float>& buf, index_t offset) { return parascan::single(buf.data() + offset, 8); };
+  std::vector<float> da = poisoned<float>(8), db = poisoned<float>(8), lb(8, 0.0f);
+  guard.watch(da).watch(db);
+  const auto run = [&](auto log_b, auto grad_log_a, auto grad_log_b) {
+    parascan::log_linear_recurrence_backward(exec, v(x, 0), log_b, v(w, 0), v(y, 0), grad_log_a, grad_log_b);
+  };
+  check_rejected([&] { run(parascan::single(lb.data(), 7), v(da, 0), v(db, 0)); }, {"log_b"}, guard);
+  check_rejected([&] { run(v(lb, 0), v(da, 0), v(y, 0)); }, {"grad_log_b", "grad_log_x"}, guard);
+  check_rejected([&] { run(v(lb, 0), v(da, 0), v(da, 4)); }, {"grad_log_b", "grad_log_a"}, guard);
+  std::vector<float> both = poisoned<float>(12);
+  guard.watch(both);
+  const auto part = [&](index_t offset) { return parascan::single(both.data() + offset, 8); };
+  check_rejected([&] { run(part(4), part(0), v(db, 0)); }, {"grad_log_a", "log_b"}, guard);  // half over it
 }
 
 TEST_CASE("outputs interleaved with an input, sharing no element, are accepted and computed") {

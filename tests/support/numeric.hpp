@@ -66,6 +66,19 @@ struct scaled_error_meter {
   }
 };
 
+/// ||got - ref||_2 / ||c||_2 over the elements added, c being the scale given with each (the size of the
+/// terms that made it); any non-finite result makes it infinite.
+struct scaled_norm_error {
+  double diff2 = 0, scale2 = 0;
+  bool bad = false;
+  void add(std::complex<double> got, std::complex<double> ref, double scale) {
+    if (!std::isfinite(got.real()) || !std::isfinite(got.imag())) bad = true;
+    diff2 += std::norm(got - ref);
+    scale2 += scale * scale;
+  }
+  double relative() const { return bad ? INFINITY : std::sqrt(diff2 / (scale2 > 0 ? scale2 : 1.0)); }
+};
+
 /// A fast generator for bulk inputs (xoshiro256+), seeded from ptest::rng() so that every run draws
 /// fresh values: the standard library's engines and normal distribution would dominate the run time of
 /// sweeps over tens of millions of elements.

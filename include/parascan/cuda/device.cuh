@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdio>
 #include <limits>
+#include <vector>
 
 #include "../inputs.hpp"
 #include "../operator_traits.hpp"
@@ -45,9 +46,25 @@ struct segment_args {
   state_t<Op>* final_states;   // each sequence's whole total state, or null
   state_t<Op>* partials;
   index_t count;    // sequences
-  index_t splits;   // segments per sequence
+  index_t splits;   // segments per sequence (at most, when first_item is given)
   index_t segment;  // scan positions per segment (when splits > 1)
   bool reverse, exclusive;
+  // Ragged splits (a skewed batch): group g's segments are the items [first_item[g], first_item[g + 1])
+  // (as many as its longest sequence needs); null: every group has `splits` items, g * splits + j.
+  const index_t* first_item = nullptr;
+
+  /// Where segment j of sequence s (lane `lane` of its group, groups of `per_group` sequences) keeps its
+  /// total, then its carry.
+  PARASCAN_HD index_t partial_slot(index_t s, index_t j, int per_group) const {
+    if (first_item == nullptr) return s * splits + j;
+    const index_t g = s / per_group;
+    return (first_item[g] + j) * per_group + (s - g * per_group);
+  }
+  PARASCAN_HD index_t segments_of(index_t s, int per_group) const {
+    if (first_item == nullptr) return splits;
+    const index_t g = s / per_group;
+    return first_item[g + 1] - first_item[g];
+  }
 };
 
 /// Shared memory for the input pipeline (warp_io.cuh): STAGES stages per warp (none: this group does not
@@ -84,8 +101,18 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
 
   const index_t item = index_t(blockIdx.x) * Group::groups_per_block + group.group_in_block();
   const index_t sequence_groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group;
-  if (item >= sequence_groups * a.splits) return;  // a whole group leaves together
-  const index_t g = item / a.splits, j = item - g * a.splits;
+  index_t g = 0;
+  if (a.first_item == nullptr) {
+    if (item >= sequence_groups * a.splits) return;  // a whole group leaves together
+    g = item / a.splits;
+  } else {
+    if (item >= a.first_item[sequence_groups]) return;
+    for (index_t hi = sequence_groups; hi - g > 1;) {  // the last group whose first item is <= item
+      const index_t mid = g + (hi - g) / 2;
+      (a.first_item[mid] <= item ? g : hi) = mid;
+    }
+  }
+  const index_t j = item - (a.first_item == nullptr ? g * a.splits : a.first_item[g]);
   const index_t s = g * Group::sequences_per_group + group.sequence_lane();
   const bool active = s < a.count;  // channel groups: lanes past the last sequence only pad
   const index_t n = active ? a.in.head.length_of(s) : 0;
@@ -94,7 +121,7 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
   if (PASS == pass::rescan && loop_end <= p0) return;
 
   S carry = PASS == pass::fold || !active ? a.op.identity()
-            : PASS == pass::rescan        ? a.partials[s * a.splits + j]
+            : PASS == pass::rescan        ? a.partials[a.partial_slot(s, j, Group::sequences_per_group)]
                                           : start_state(a.op, a.initial, s);
   constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
   decltype(bind_outputs(a.out, 0)) out{};
@@ -107,7 +134,7 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
                                                p1, loop_end, a.reverse, a.exclusive, carry);
 
   if (!active || group.rank() != 0) return;
-  if (PASS == pass::fold) a.partials[s * a.splits + j] = carry;
+  if (PASS == pass::fold) a.partials[a.partial_slot(s, j, Group::sequences_per_group)] = carry;
   if (PASS == pass::scan || PASS == pass::reduce) {
     if (a.final != nullptr) a.final[s] = project(a.op, carry);
     if (a.final_states != nullptr) a.final_states[s] = carry;
@@ -116,19 +143,20 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
 
 /// Between fold and rescan: per sequence, turns segment totals into the carries before each segment
 /// (starting from the initial state) and writes the final state. One thread per sequence.
-template <class Op>
-__global__ void carry_kernel(Op op, state_t<Op>* partials, index_t count, index_t splits,
-                             const output_t<Op>* initial, output_t<Op>* final, state_t<Op>* final_states) {
+template <int PER_GROUP, class Op, class Pack, class Outs>
+__global__ void carry_kernel(const segment_args<Op, Pack, Outs> a) {
   const index_t s = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (s >= count) return;
-  state_t<Op> carry = start_state(op, initial, s);
-  for (index_t j = 0; j < splits; ++j) {
-    const state_t<Op> total = partials[s * splits + j];
-    partials[s * splits + j] = carry;
-    carry = op(carry, total);
+  if (s >= a.count) return;
+  state_t<Op> carry = start_state(a.op, a.initial, s);
+  const index_t segments = a.segments_of(s, PER_GROUP);
+  for (index_t j = 0; j < segments; ++j) {
+    state_t<Op>& slot = a.partials[a.partial_slot(s, j, PER_GROUP)];
+    const state_t<Op> total = slot;
+    slot = carry;
+    carry = a.op(carry, total);
   }
-  if (final != nullptr) final[s] = project(op, carry);
-  if (final_states != nullptr) final_states[s] = carry;
+  if (a.final != nullptr) a.final[s] = project(a.op, carry);
+  if (a.final_states != nullptr) a.final_states[s] = carry;
 }
 
 /// A per-device value computed once (device attributes, kernel occupancy): dispatch runs on every call,
@@ -167,9 +195,9 @@ int resident_blocks() {
   });
 }
 
+/// Launches one pass over `items` groups x segments.
 template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Outs>
-void launch_segments(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
-  const index_t groups = (a.count + Group::sequences_per_group - 1) / Group::sequences_per_group * a.splits;
+void launch_segments(const segment_args<Op, Pack, Outs>& a, index_t groups, cudaStream_t stream) {
   if (groups == 0) return;
   const index_t blocks = (groups + Group::groups_per_block - 1) / Group::groups_per_block;
   detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
@@ -179,9 +207,10 @@ void launch_segments(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream)
 
 /// Runs a scan (WRITE) or a reduction (results in a.final) with one group kind: whole sequences in one
 /// pass when they fill the device, else reduce-then-scan over segments (fold, carry, rescan).
-template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs>
-void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
-                    cudaStream_t stream) {
+/// `length_of(s)`: sequence s's length, read on the host (a ragged split counts each group's segments).
+template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs, class Lengths>
+void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, const Lengths& length_of,
+                    temp_allocator& alloc, cudaStream_t stream) {
   constexpr bool sequential = Group::threads == 1;
   constexpr int items = sequential ? 1 : Policy::items;
   constexpr int min_blocks = Policy::min_blocks;
@@ -196,37 +225,55 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, te
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
                  static_cast<long long>(shape.count), static_cast<long long>(shape.max_length), plan.describe().c_str());
+  constexpr int per_group = Group::sequences_per_group;
   if (plan.splits == 1) {
-    launch_segments<Group, items, stages, min_blocks, WRITE ? pass::scan : pass::reduce>(a, stream);
+    launch_segments<Group, items, stages, min_blocks, WRITE ? pass::scan : pass::reduce>(a, plan.groups, stream);
     return;
   }
-  detail::temp_buffer partials(alloc, stream, std::size_t(a.count * plan.splits) * sizeof(state_t<Op>));
-  a.partials = partials.as<state_t<Op>>();
   a.splits = plan.splits;
   a.segment = plan.segment;
-  launch_segments<Group, items, stages, min_blocks, pass::fold>(a, stream);
-  carry_kernel<<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a.op, a.partials, a.count, a.splits, a.initial,
-                                                                    a.final, a.final_states);
+  index_t launched = plan.groups * plan.splits;
+  detail::temp_buffer first_items(alloc, stream, plan.ragged ? std::size_t(plan.groups + 1) * sizeof(index_t) : 0);
+  if (plan.ragged) {  // each group's segments, as many as its longest sequence needs (at least one)
+    std::vector<index_t> first(std::size_t(plan.groups) + 1, 0);
+    for (index_t g = 0; g < plan.groups; ++g) {
+      index_t longest = 0;
+      for (index_t s = g * per_group; s < std::min(a.count, (g + 1) * per_group); ++s)
+        longest = std::max(longest, length_of(s));
+      first[std::size_t(g) + 1] = first[std::size_t(g)] + std::max<index_t>(1, (longest + a.segment - 1) / a.segment);
+    }
+    launched = first.back();
+    // From pageable memory: the call returns once `first` is copied out, so it may go out of scope.
+    detail::cuda_check(cudaMemcpyAsync(first_items.as<index_t>(), first.data(), first.size() * sizeof(index_t),
+                                       cudaMemcpyHostToDevice, stream),
+                       "parascan segment list");
+    a.first_item = first_items.as<index_t>();
+  }
+  detail::temp_buffer partials(alloc, stream, std::size_t(launched * per_group) * sizeof(state_t<Op>));
+  a.partials = partials.as<state_t<Op>>();
+  launch_segments<Group, items, stages, min_blocks, pass::fold>(a, launched, stream);
+  carry_kernel<per_group><<<unsigned((a.count + 127) / 128), 128, 0, stream>>>(a);
   detail::check_launch("parascan carry_kernel");
-  if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, stream);
+  if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, launched, stream);
 }
 
-template <class Policy, bool WRITE, class Op, class Pack, class Outs>
-void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream) {
+template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
+void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& length_of,
+         temp_allocator& alloc, cudaStream_t stream) {
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::sequential) {
-    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
   } else {
     if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::warp)
-      if (group == group_kind::warp) return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+      if (group == group_kind::warp) return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
     if constexpr (sizeof(state_t<Op>) <= 32)
       if (group == group_kind::channel)
-        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
     if constexpr (Policy::combine != combine_variant::warp)
-      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
     else
-      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, alloc, stream);
+      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
   }
 }
 

@@ -32,13 +32,16 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <parascan/config.hpp>
+#include <parascan/host.hpp>  // the engine's entry points and backward checks
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
 #include <parascan/options.hpp>
 
 #include "accumulator.hpp"
+#include "linear_recurrence.hpp"
 #include "logsumexp.hpp"
 
 namespace parascan::ops {
@@ -104,6 +107,48 @@ struct log_linear_recurrence {
   PARASCAN_HD value_type seed(const S& log_x0) const { return {S(0), log_x0}; }
 };
 
+/// The adjoint of the positive log-space recurrence y = log x: a reverse, exclusive scan over log a, y,
+/// y one step behind (log x0 before the start), log b and dy = dL/dy[t] of each output alone. With
+///   r[t] = a[t] x[t-1] / x[t] = exp(log a[t] + y[t-1] - y[t])   (in [0, 1]: the share of x[t] carried)
+///   h[t] = x[t] dL/dx[t]                                          (the gradient reaching y[t], all paths)
+/// h[t] = dy[t] + r[t+1] h[t+1]: a linear recurrence whose gates lie in [0, 1] whatever the range of x, so
+/// nothing over- or underflows that the answer does not. The state carries q[t] = r[t] h[t], so that
+/// before step t (exclusive) it holds q[t+1] and emits
+///   dL/d(log b[t]) = h[t] b[t] / x[t] = h[t] exp(log b[t] - y[t]),   dL/d(log a[t]) = h[t] r[t];
+/// the total q[0] is dL/d(log x0), and seeding with dL/d(final log-value) adds it to h at the last step.
+/// An output y[t] = -inf (x[t] = 0) passes no gradient: its step emits zeros and carries nothing back.
+template <class S>
+struct log_linear_recurrence_adjoint {
+  using value_type = linear_state<S>;
+  linear_recurrence<S> rec;
+  PARASCAN_HD value_type identity() const { return rec.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return rec(earlier, later);
+  }
+  /// r[t], 0 where y[t] = -inf (then y[t-1] + log a[t] is -inf too, and the difference NaN).
+  PARASCAN_HD static S carried_share(S log_a, S y, S y_prev) {
+    return y == -limits<S>::infinity() ? S(0) : scan_exp(log_a + y_prev - y);
+  }
+  template <class LA, class Y, class YP, class LB, class G>
+  PARASCAN_HD value_type lift(const LA& log_a, const Y& y, const YP& y_prev, const LB&, const G& dy) const {
+    const S r = carried_share(to_accumulator<S>(log_a), to_accumulator<S>(y), to_accumulator<S>(y_prev));
+    return {r, r == S(0) ? S(0) : r * to_accumulator<S>(dy)};
+  }
+  PARASCAN_HD S project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(const S& h) const { return {S(1), h}; }
+  PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
+  /// (dL/d(log b[t]), dL/d(log a[t])), for parascan::outputs(grad_log_b, grad_log_a).
+  template <class LA, class Y, class YP, class LB, class G>
+  PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const Y& y, const YP& y_prev,
+                                    const LB& log_b, const G& dy) const {
+    const S yt = to_accumulator<S>(y);
+    if (yt == -limits<S>::infinity()) return values(S(0), S(0));
+    const S h = to_accumulator<S>(dy) + s.b;
+    return values(h * scan_exp(to_accumulator<S>(log_b) - yt),
+                  h * carried_share(to_accumulator<S>(log_a), yt, to_accumulator<S>(y_prev)));
+  }
+};
+
 /// The map x -> A x + B with signed A, B, as signed logs.
 template <class S>
 struct signed_log_linear_state {
@@ -148,6 +193,34 @@ void log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const s
                            const sequences<Y>& log_x, const options<ops::common_accumulator_t<LA, LB>>& opts = {}) {
   prefix_scan(exec, ops::log_linear_recurrence<ops::common_accumulator_t<LA, LB>>{}, parascan::inputs(log_a, log_b),
               log_x, opts);
+}
+
+/// Gradients of log_x = log_linear_recurrence(log_a, log_b, log_x, {reverse, initial}) for a loss L, from
+/// the inputs, the forward's outputs log_x and the upstream gradient grad_log_x (dL/d(log x[t]) of each
+/// output alone): grad_log_a = dL/d(log a), grad_log_b = dL/d(log b); opts.grad_final adds dL/d(final
+/// log-value), opts.grad_initial receives dL/d(initial log-value) (the initial log-values are
+/// opts.initial, as in the forward). One reverse scan (ops::log_linear_recurrence_adjoint) whose gates are
+/// the shares r[t] in [0, 1]: stable at any range of x. Steps whose output is -inf (x = 0) get 0.
+/// All views share one shape (any layout); outputs apart from every input (grad_log_b may be log_b itself).
+template <class Policy = use_default_policy, class Exec, class LA, class LB, class Y, class G, class DA, class DB,
+          class Acc = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<Y>>>
+void log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a, const sequences<LB>& log_b,
+                                    const sequences<Y>& log_x, const sequences<G>& grad_log_x,
+                                    const sequences<DA>& grad_log_a, const sequences<DB>& grad_log_b,
+                                    const backward_options<Acc>& opts = {}) {
+  detail::check_backward_call(exec, log_a, log_x, grad_log_x, grad_log_a, &grad_log_b, opts,
+                              {"log_a", "log_x", "grad_log_x", "grad_log_a", "grad_log_b"});
+  std::vector<index_t> o0, o1, o2, o3;
+  const auto log_b_h = host_readable(exec, log_b, o0);
+  detail::check_view(log_b_h, "log_b");
+  detail::check_same_shape(log_b_h, host_readable(exec, log_a, o1), "log_b");
+  detail::check_alias(log_b_h, host_readable(exec, grad_log_a, o2), "log_b", "grad_log_a");
+  detail::check_alias(log_b_h, host_readable(exec, grad_log_b, o3), "log_b", "grad_log_b");  // in place: fine
+  const ops::log_linear_recurrence_adjoint<Acc> adjoint;
+  const auto y_prev =
+      parascan::shifted(log_x, previous_step(opts), std::remove_const_t<Y>(-limits<Acc>::infinity()), opts.initial);
+  prefix_scan<Policy>(exec, adjoint, parascan::inputs(log_a, log_x, y_prev, log_b, grad_log_x),
+                      parascan::outputs(grad_log_b, grad_log_a), adjoint_options(opts));
 }
 
 /// x[t] = a[t] x[t-1] + b[t] with a > 0 given as log_a and b as its signed value; x is written as
