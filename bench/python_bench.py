@@ -7,10 +7,15 @@
 - Throughput: the fp32 linear recurrence over (8, 64, 16384) with every thread, median of --repeats
   runs, in GB/s (12 bytes a step) and as a fraction of NumPy's copy of the same bytes (np.copyto of the
   two inputs into one output buffer), next to parascan_bench_host's row for the same shape.
-This build of the extension has the host backend only: CUDA tensors (and accelerated-scan, a CUDA
-package) are not timed here yet.
+- On CUDA (PyTorch with a GPU, the extension built with the CUDA backend): the per-call cost of a
+  (4, 64) linear recurrence on CUDA tensors (host time a call, enqueue only), and the fp32 linear
+  recurrence over (8, 1536, T), T = 4096 and 65536, timed with CUDA events (median of --repeats), from
+  Python against parascan_bench_cuda's row for the same shape (pass its path with --cuda-bench), and the
+  forward + backward through parascan.torch.scan against accelerated-scan's kernels in the same process
+  (when the package is installed).
 
-    python3 bench/python_bench.py [--host-bench build/default/bench/parascan_bench_host] [--json out.json]
+    python3 bench/python_bench.py [--host-bench build/default/bench/parascan_bench_host]
+                                  [--cuda-bench build/dev/bench/parascan_bench_cuda] [--json out.json]
 """
 import argparse
 import json
@@ -53,9 +58,93 @@ def host_bench_figures(path):
     return (float(small.group(1)) if small else None), (float(large.group(1)) if large else None)
 
 
+def cuda_bench_ms(path, T):
+    """parascan_bench_cuda's ms for the fp32 (8, 1536, T) bdt linear recurrence, or None."""
+    if not path:
+        return None
+    label = "parascan linear_recurrence fp32 bdt (8,1536,%d)" % T
+    out = subprocess.run([path, "--filter", label], capture_output=True, text=True).stdout
+    row = re.search(r"\(8,1536,%d\)\s+fp32\s+bdt\s+([0-9.]+)" % T, out)
+    return float(row.group(1)) if row else None
+
+
+def cuda_figures(args, records):
+    """The CUDA section (see the module's docstring); nothing without PyTorch, a GPU or parascan's CUDA backend."""
+    try:
+        import torch
+    except ImportError:
+        return
+    if not (torch.cuda.is_available() and parascan.has_cuda):
+        print("CUDA: skipped (needs PyTorch with a GPU and parascan built with the CUDA backend)")
+        return
+    import parascan.torch as pt
+
+    def event_ms(fn):
+        fn()
+        times = []
+        for _ in range(args.repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return float(np.median(times))
+
+    dev = torch.device("cuda")
+    small_a, small_x = torch.full((4, 64), 0.9, device=dev), torch.ones((4, 64), device=dev)
+    small_y = torch.empty_like(small_x)
+    per_call = per_call_us(lambda: parascan.linear_recurrence(small_a, small_x, out=small_y), 20000, 1000)
+    torch.cuda.synchronize()
+    print("CUDA (%s): per call, (4, 64) float32 linear_recurrence, out= preallocated: %.2f us of host time"
+          % (torch.cuda.get_device_name(), per_call))
+    records.append({"case": "per-call linear_recurrence (4,64) cuda", "python_us": per_call})
+    try:
+        from accelerated_scan.warp import scan as as_warp
+    except ImportError:
+        as_warp = None
+    try:
+        from accelerated_scan.triton import scan as as_triton
+    except ImportError:
+        as_triton = None
+    for T in (4096, 65536):
+        g = torch.Generator(device=dev).manual_seed(T)
+        gates = 0.9 + 0.1 * torch.rand((8, 1536, T), device=dev, generator=g)
+        tokens = torch.randn((8, 1536, T), device=dev, generator=g)
+        out = torch.empty_like(tokens)
+        nbytes = 12 * gates.numel()
+        py = event_ms(lambda: parascan.linear_recurrence(gates, tokens, out=out))
+        cpp = cuda_bench_ms(args.cuda_bench, T)
+        row = {"case": "linear_recurrence (8,1536,%d) fp32 cuda" % T, "python_ms": py,
+               "python_gbs": nbytes / py / 1e6, "cpp_ms": cpp}
+        line = "  (8, 1536, %d) forward: Python %.4f ms (%.0f GB/s)" % (T, py, nbytes / py / 1e6)
+        if cpp:
+            line += ", C++ bench %.4f ms (Python / C++ = %.3f)" % (cpp, py / cpp)
+        ga, gt = gates.clone().requires_grad_(), tokens.clone().requires_grad_()
+        grad = torch.randn_like(tokens)
+
+        def train(fn):
+            return lambda: torch.autograd.grad(fn(ga, gt), (ga, gt), grad)
+
+        row["parascan_fwd_bwd_ms"] = event_ms(train(pt.scan))
+        line += "; forward + backward: parascan.torch.scan %.4f ms" % row["parascan_fwd_bwd_ms"]
+        for name, fn in (("accelerated_scan.warp", as_warp), ("accelerated_scan.triton", as_triton)):
+            if fn is None:
+                continue
+            try:
+                row[name + "_fwd_bwd_ms"] = event_ms(train(fn))
+                line += ", %s %.4f ms" % (name, row[name + "_fwd_bwd_ms"])
+            except Exception as e:  # its kernels crash on some lengths: record, go on
+                row[name + "_error"] = str(e)[:200]
+                line += ", %s failed" % name
+        print(line)
+        records.append(row)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--host-bench", help="path of parascan_bench_host, run for the C++ figures")
+    p.add_argument("--cuda-bench", help="path of parascan_bench_cuda, run for the C++ figures on the GPU")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--json", help="write the records here")
     args = p.parse_args(argv)
@@ -91,6 +180,7 @@ def main(argv=None):
                             "" if cpp_large is None else "; C++ bench: %.2f GB/s" % cpp_large))
     records.append({"case": "linear_recurrence (8,64,16384) fp32", "python_ms": lib * 1e3, "python_gbs": gbs,
                     "numpy_copy_gbs": copy_gbs, "cpp_gbs": cpp_large})
+    cuda_figures(args, records)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)

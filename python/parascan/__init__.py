@@ -1,10 +1,13 @@
 """parascan: parallel scans over any associative operator, from Python.
 
-Arrays are taken without a copy through DLPack (NumPy arrays, and PyTorch CPU tensors); outputs are
-allocated in the input's framework unless ``out=`` is given. The time axis is ``dim`` (default the last,
-as in ``torch.cumsum``); every other axis is the batch, any strides. This build runs the host backend
-(parascan::host, worker threads over sequences); ``threads=0`` uses one per hardware thread. Bad input
-raises ValueError with parascan's message, before anything is written.
+Arrays are taken without a copy through DLPack (NumPy arrays, PyTorch tensors, CuPy arrays); outputs are
+allocated in the input's framework (and on its device) unless ``out=`` is given. The time axis is ``dim``
+(default the last, as in ``torch.cumsum``); every other axis is the batch, any strides. Host arrays run
+the host backend (worker threads over sequences; ``threads=0`` uses one per hardware thread); CUDA arrays
+run the CUDA backend (when ``has_cuda``: the extension was built with nvcc) on their own device and on
+``stream`` (default: the framework's current stream, PyTorch's or CuPy's). Linear recurrences take
+bfloat16 and float16 storage too (float32 state; initial and final values are float32). Bad input raises
+ValueError with parascan's message, before anything is written.
 
     import numpy as np, parascan
     x = parascan.linear_recurrence(gates, tokens)             # x[t] = gates[t] * x[t-1] + tokens[t]
@@ -16,25 +19,62 @@ __version__ = _parascan.version
 __all__ = [
     "linear_recurrence", "linear_recurrence_backward", "log_linear_recurrence", "affine_recurrence",
     "affine_recurrence_backward", "matrix_chain", "matrix_chain_product", "matrix_chain_backward", "cumsum",
-    "cumprod", "cummax", "cummin", "logcumsumexp", "logcumsumexp_backward", "has_cuda",
+    "cumprod", "cummax", "cummin", "logcumsumexp", "logcumsumexp_backward", "log_linear_recurrence_backward",
+    "has_cuda",
 ]
 
 has_cuda = _parascan.has_cuda
 
 
 def _framework(x):
-    """'torch' for PyTorch tensors, else 'numpy' (NumPy arrays and anything np.asarray takes)."""
-    return "torch" if type(x).__module__.startswith("torch") else "numpy"
+    """'torch' for PyTorch tensors, 'cupy' for CuPy arrays, else 'numpy' (NumPy arrays and anything
+    np.asarray takes)."""
+    module = type(x).__module__
+    return "torch" if module.startswith("torch") else "cupy" if module.startswith("cupy") else "numpy"
 
 
-def _empty_like(x, shape=None):
-    """An uninitialised array of x's dtype (and device), in x's framework, C-contiguous."""
+def _accumulator(x):
+    """The dtype of x's per-sequence values (initial and final states): float32 for bfloat16 / float16
+    storage, else x's own."""
+    name = str(x.dtype).replace("torch.", "")
+    if name in ("bfloat16", "float16"):
+        return __import__("torch").float32 if _framework(x) == "torch" else "float32"
+    return x.dtype
+
+
+def _empty_like(x, shape=None, dtype=None):
+    """An uninitialised array of x's dtype (or `dtype`) on x's device, in x's framework, C-contiguous."""
+    shape = tuple(x.shape) if shape is None else tuple(shape)
+    dtype = x.dtype if dtype is None else dtype
     if _framework(x) == "torch":
         import torch
-        return torch.empty(tuple(x.shape) if shape is None else shape, dtype=x.dtype, device=x.device)
+        return torch.empty(shape, dtype=dtype, device=x.device)
+    if _framework(x) == "cupy":
+        import cupy
+        with cupy.cuda.Device(x.device.id):
+            return cupy.empty(shape, dtype=dtype)
     import numpy as np
-    x = np.asarray(x)
-    return np.empty(x.shape if shape is None else shape, dtype=x.dtype)
+    return np.empty(shape, dtype=dtype)
+
+
+def _stream(x, stream):
+    """The CUDA stream a call on x runs on, as an integer: ``stream`` (a torch.cuda.Stream or anything with
+    ``cuda_stream``, a CuPy stream or anything with ``ptr``, or an int), else the current stream of x's
+    framework on x's device (PyTorch, CuPy); 0 (the legacy default stream) otherwise and for host arrays."""
+    if stream is not None:
+        for attribute in ("cuda_stream", "ptr"):
+            if hasattr(stream, attribute):
+                return int(getattr(stream, attribute))
+        return int(stream)
+    framework = _framework(x)
+    if framework == "torch" and x.is_cuda:
+        import torch
+        return torch.cuda.current_stream(x.device).cuda_stream
+    if framework == "cupy":
+        import cupy
+        with cupy.cuda.Device(x.device.id):
+            return cupy.cuda.get_current_stream().ptr
+    return 0
 
 
 def _batch_shape(x, dim, cu_seqlens=None):
@@ -55,25 +95,30 @@ def _offsets(cu_seqlens):
 
 
 def _as_array(x):
-    """NumPy and PyTorch arrays pass through; anything else becomes a NumPy array (lists, scalars)."""
-    if _framework(x) == "torch" or hasattr(x, "__dlpack__"):
+    """Arrays that speak DLPack pass through; anything else becomes a NumPy array (lists, scalars)."""
+    if _framework(x) != "numpy" or hasattr(x, "__dlpack__"):
         return x
     import numpy as np
     return np.asarray(x)
 
 
-def _per_sequence(value, like, batch, name):
+def _per_sequence(value, like, batch, name, dtype=None):
     """initial / grad_final: one value per sequence (shape `batch`, or anything that broadcasts to it: a
-    scalar, one matrix for every sequence), C-contiguous, like's dtype."""
+    scalar, one matrix for every sequence), C-contiguous, of like's dtype (or `dtype`) on like's device."""
     if value is None:
         return None
     batch = tuple(batch)
+    dtype = like.dtype if dtype is None else dtype
     try:
         if _framework(like) == "torch":
             import torch
-            return torch.as_tensor(value, dtype=like.dtype, device=like.device).expand(batch).contiguous()
+            return torch.as_tensor(value, dtype=dtype, device=like.device).expand(batch).contiguous()
+        if _framework(like) == "cupy":
+            import cupy
+            with cupy.cuda.Device(like.device.id):
+                return cupy.ascontiguousarray(cupy.broadcast_to(cupy.asarray(value, dtype=dtype), batch))
         import numpy as np
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=np.asarray(like).dtype), batch))
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=dtype), batch))
     except (ValueError, RuntimeError):
         raise ValueError("parascan: %s: one value per sequence, shape %s (or one that broadcasts to it), got shape %s"
                          % (name, batch, tuple(getattr(value, "shape", ())))) from None
@@ -97,11 +142,12 @@ def _element_batch(x, dim, element_axes):
 
 
 def linear_recurrence(gates, tokens, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False,
-                      out=None, cu_seqlens=None, threads=0):
+                      out=None, cu_seqlens=None, threads=0, stream=None):
     """x[t] = gates[t] * x[t-1] + tokens[t] along axis ``dim``; x[-1] = ``initial`` (one value per sequence,
     the batch shape, or a scalar; default 0). ``reverse`` runs from the last step, ``exclusive`` writes
     the state before each step. Returns x, or (x, final state per sequence) with ``return_final``.
-    float32, float64, complex64, complex128; gates and tokens of one shape and dtype.
+    float32, float64, complex64, complex128, and bfloat16 / float16 storage (float32 state, initial and
+    final); gates and tokens of one shape and dtype.
 
     ``cu_seqlens`` (N + 1 offsets): a packed batch of N sequences laid back to back along axis ``dim``
     (sequence i at [cu_seqlens[i], cu_seqlens[i+1])), the other axes its channels; per-sequence values
@@ -110,14 +156,15 @@ def linear_recurrence(gates, tokens, dim=-1, initial=None, reverse=False, exclus
     x = _empty_like(tokens) if out is None else out
     offsets = _offsets(cu_seqlens)
     batch = _batch_shape(x, dim, offsets)
-    final = _empty_like(x, batch) if return_final else None
-    _parascan.linear_recurrence(gates, tokens, x, dim, _per_sequence(initial, x, batch, "initial"), final, reverse,
-                                exclusive, offsets, threads)
+    acc = _accumulator(x)
+    final = _empty_like(x, batch, acc) if return_final else None
+    _parascan.linear_recurrence(gates, tokens, x, dim, _per_sequence(initial, x, batch, "initial", acc), final,
+                                reverse, exclusive, offsets, threads, _stream(gates, stream))
     return (x, final) if return_final else x
 
 
 def linear_recurrence_backward(gates, x, grad_x, dim=-1, initial=None, reverse=False, grad_final=None,
-                               return_grad_initial=False, cu_seqlens=None, threads=0):
+                               return_grad_initial=False, cu_seqlens=None, threads=0, stream=None):
     """Gradients of x = linear_recurrence(gates, tokens, dim, initial, reverse, cu_seqlens=...) for a loss L,
     from the gates, the forward's outputs x and grad_x = dL/dx: returns (dL/dgates, dL/dtokens), and
     dL/dinitial too with ``return_grad_initial``. ``grad_final``: dL/d(final state), one value per
@@ -126,16 +173,17 @@ def linear_recurrence_backward(gates, x, grad_x, dim=-1, initial=None, reverse=F
     grad_gates, grad_tokens = _empty_like(gates), _empty_like(gates)
     offsets = _offsets(cu_seqlens)
     batch = _batch_shape(gates, dim, offsets)
-    grad_initial = _empty_like(gates, batch) if return_grad_initial else None
+    acc = _accumulator(gates)
+    grad_initial = _empty_like(gates, batch, acc) if return_grad_initial else None
     _parascan.linear_recurrence_backward(gates, x, grad_x, grad_gates, grad_tokens, dim,
-                                         _per_sequence(initial, gates, batch, "initial"),
-                                         _per_sequence(grad_final, gates, batch, "grad_final"), grad_initial,
-                                         reverse, offsets, threads)
+                                         _per_sequence(initial, gates, batch, "initial", acc),
+                                         _per_sequence(grad_final, gates, batch, "grad_final", acc), grad_initial,
+                                         reverse, offsets, threads, _stream(gates, stream))
     return (grad_gates, grad_tokens, grad_initial) if return_grad_initial else (grad_gates, grad_tokens)
 
 
 def log_linear_recurrence(log_gates, log_tokens, dim=-1, initial=None, reverse=False, exclusive=False,
-                          return_final=False, out=None, cu_seqlens=None, threads=0):
+                          return_final=False, out=None, cu_seqlens=None, threads=0, stream=None):
     """log x[t] for x[t] = a[t] x[t-1] + b[t] with a, b > 0 given as their logs (-inf for zero), computed in
     log space (no overflow or underflow); ``initial``: log x[-1] per sequence (default: x[-1] = 0).
     float32, float64; options as in linear_recurrence."""
@@ -145,21 +193,44 @@ def log_linear_recurrence(log_gates, log_tokens, dim=-1, initial=None, reverse=F
     batch = _batch_shape(y, dim, offsets)
     final = _empty_like(y, batch) if return_final else None
     _parascan.log_linear_recurrence(log_gates, log_tokens, y, dim, _per_sequence(initial, y, batch, "initial"), final,
-                                    reverse, exclusive, offsets, threads)
+                                    reverse, exclusive, offsets, threads, _stream(log_gates, stream))
     return (y, final) if return_final else y
+
+
+def log_linear_recurrence_backward(log_gates, log_tokens, log_x, grad_log_x, dim=-1, initial=None, reverse=False,
+                                   grad_final=None, return_grad_initial=False, cu_seqlens=None, threads=0,
+                                   stream=None):
+    """Gradients of log_x = log_linear_recurrence(log_gates, log_tokens, dim, initial, reverse) from its
+    inputs, its outputs log_x and grad_log_x = dL/d(log x): returns (dL/d(log gates), dL/d(log tokens)),
+    and dL/d(initial log-value) too with ``return_grad_initial``; ``grad_final``: dL/d(final log-value)
+    per sequence. One reverse scan whose gates are the carried shares of x, in [0, 1]: stable at any range
+    of x; steps whose output is -inf (x = 0) get 0. float32, float64."""
+    log_gates, log_tokens = _as_array(log_gates), _as_array(log_tokens)
+    log_x, grad_log_x = _as_array(log_x), _as_array(grad_log_x)
+    grad_log_gates, grad_log_tokens = _empty_like(log_gates), _empty_like(log_gates)
+    offsets = _offsets(cu_seqlens)
+    batch = _batch_shape(log_gates, dim, offsets)
+    grad_initial = _empty_like(log_gates, batch) if return_grad_initial else None
+    _parascan.log_linear_recurrence_backward(log_gates, log_tokens, log_x, grad_log_x, grad_log_gates,
+                                             grad_log_tokens, dim, _per_sequence(initial, log_gates, batch, "initial"),
+                                             _per_sequence(grad_final, log_gates, batch, "grad_final"), grad_initial,
+                                             reverse, offsets, threads, _stream(log_gates, stream))
+    grads = (grad_log_gates, grad_log_tokens)
+    return grads + (grad_initial,) if return_grad_initial else grads
 
 
 def _scan(name, doc):
     fn = getattr(_parascan, name)
 
     def scan(x, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, out=None, cu_seqlens=None,
-             threads=0):
+             threads=0, stream=None):
         x = _as_array(x)
         y = _empty_like(x) if out is None else out
         offsets = _offsets(cu_seqlens)
         batch = _batch_shape(y, dim, offsets)
         final = _empty_like(y, batch) if return_final else None
-        fn(x, y, dim, _per_sequence(initial, y, batch, "initial"), final, reverse, exclusive, offsets, threads)
+        fn(x, y, dim, _per_sequence(initial, y, batch, "initial"), final, reverse, exclusive, offsets, threads,
+           _stream(x, stream))
         return (y, final) if return_final else y
 
     scan.__name__ = scan.__qualname__ = name
@@ -176,12 +247,14 @@ cummin = _scan("cummin", "Running minimum.")
 logcumsumexp = _scan("logcumsumexp", "log(cumsum(exp(x))), stable (no overflow; -inf inputs add nothing).")
 
 
-def logcumsumexp_backward(x, y, grad_y, dim=-1, reverse=False, exclusive=False, cu_seqlens=None, threads=0):
+def logcumsumexp_backward(x, y, grad_y, dim=-1, reverse=False, exclusive=False, cu_seqlens=None, threads=0,
+                          stream=None):
     """dL/dx of y = logcumsumexp(x, dim, reverse=..., exclusive=...) from x, y and grad_y = dL/dy (one
     reverse scan; -inf inputs get 0). float32, float64."""
     x, y, grad_y = _as_array(x), _as_array(y), _as_array(grad_y)
     grad_x = _empty_like(x)
-    _parascan.logcumsumexp_backward(x, y, grad_y, grad_x, dim, reverse, exclusive, _offsets(cu_seqlens), threads)
+    _parascan.logcumsumexp_backward(x, y, grad_y, grad_x, dim, reverse, exclusive, _offsets(cu_seqlens), threads,
+                                    _stream(x, stream))
     return grad_x
 
 

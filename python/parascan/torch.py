@@ -4,8 +4,9 @@ under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks
 ``scan(gates, tokens)``, a drop-in for accelerated-scan's ``scan`` (same signature, any T, not only
 powers of two).
 
-This build runs the host backend: CPU tensors (float32, float64, complex64, complex128). CUDA tensors are
-refused with a ValueError until the extension is built with the CUDA backend.
+CPU tensors run the host backend; CUDA tensors the CUDA backend (when parascan.has_cuda) on their device
+and on PyTorch's current stream. The linear recurrence takes float32, float64, complex64, complex128 and
+bfloat16 / float16 storage (float32 state and initial values).
 
     from parascan.torch import scan                  # was: from accelerated_scan.warp import scan
     x = scan(gates, tokens)                          # (B, C, T): x[t] = gates[t] * x[t-1] + tokens[t]
@@ -25,6 +26,15 @@ def _host(t: Optional[torch.Tensor]):
     return None if t is None else t.detach()
 
 
+def _stream(t: torch.Tensor) -> int:
+    """PyTorch's current stream on t's device (0 for CPU tensors)."""
+    return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else 0
+
+
+def _accumulator(t: torch.Tensor) -> torch.dtype:
+    return torch.float32 if t.dtype in (torch.bfloat16, torch.float16) else t.dtype
+
+
 def _batch(x: torch.Tensor, dim: int):
     shape = list(x.shape)
     del shape[dim]
@@ -35,7 +45,8 @@ def _batch(x: torch.Tensor, dim: int):
 def _forward(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
              reverse: bool) -> torch.Tensor:
     x = torch.empty_like(tokens, memory_format=torch.contiguous_format)
-    _parascan.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0)
+    _parascan.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0,
+                                _stream(tokens))
     return x
 
 
@@ -49,16 +60,17 @@ def _backward_op(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, ini
                  dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
     grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
-    grad_initial = gates.new_empty(_batch(gates, dim))
-    _parascan.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x), grad_gates, grad_tokens, dim,
-                                         _host(initial), None, grad_initial, reverse, None, 0)
+    grad_initial = gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates))
+    _parascan.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x.contiguous()), grad_gates, grad_tokens,
+                                         dim, _host(initial), None, grad_initial, reverse, None, 0, _stream(gates))
     return grad_gates, grad_tokens, grad_initial
 
 
 @_backward_op.register_fake
 def _(gates, x, grad_x, initial, dim, reverse):
     return (torch.empty_like(gates, memory_format=torch.contiguous_format),
-            torch.empty_like(gates, memory_format=torch.contiguous_format), gates.new_empty(_batch(gates, dim)))
+            torch.empty_like(gates, memory_format=torch.contiguous_format),
+            gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates)))
 
 
 def _setup_context(ctx, inputs, output):
@@ -84,14 +96,14 @@ def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
         raise ValueError("parascan: dim: an axis of gates (%d axes), got %d" % (gates.dim(), dim))
     dim %= gates.dim()
     if initial is not None:
-        initial = initial.to(dtype=tokens.dtype).expand(_batch(tokens, dim)).contiguous()
+        initial = initial.to(dtype=_accumulator(tokens)).expand(_batch(tokens, dim)).contiguous()
     return _forward(gates, tokens, initial, dim, reverse)
 
 
 @torch.library.custom_op("parascan::logcumsumexp", mutates_args=())
 def _logcumsumexp(x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _parascan.logcumsumexp(_host(x), y, dim, None, None, reverse, False, None, 0)
+    _parascan.logcumsumexp(_host(x), y, dim, None, None, reverse, False, None, 0, _stream(x))
     return y
 
 
@@ -104,7 +116,8 @@ def _(x, dim, reverse):
 def _logcumsumexp_backward(x: torch.Tensor, y: torch.Tensor, grad_y: torch.Tensor, dim: int,
                            reverse: bool) -> torch.Tensor:
     grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y), grad_x, dim, reverse, False, None, 0)
+    _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y.contiguous()), grad_x, dim, reverse, False, None,
+                                    0, _stream(x))
     return grad_x
 
 

@@ -1,7 +1,10 @@
 // parascan's Python extension (nanobind): the entry points on arrays that speak DLPack, without copies.
 // Every function takes its outputs (the Python layer allocates them in the input's framework), the time
 // axis `dim`, and per-sequence arrays (initial / final states) in sequence order. Arrays on the host run
-// the host backend; errors are parascan::error, raised in Python as ValueError with parascan's message.
+// the host backend (`threads` workers); CUDA arrays, when the extension is built with the CUDA backend
+// (PARASCAN_PY_CUDA), run it on their own device and on `stream` (a cudaStream_t as an integer, the
+// caller's framework's current stream; 0: the legacy default stream). Errors are parascan::error, raised
+// in Python as ValueError with parascan's message.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -15,12 +18,15 @@
 #include <vector>
 
 #include <parascan/ops/affine_recurrence.hpp>
-#include <parascan/ops/basic.hpp>
-#include <parascan/ops/linear_recurrence.hpp>
-#include <parascan/ops/log_linear_recurrence.hpp>
-#include <parascan/ops/logsumexp.hpp>
 #include <parascan/ops/matrix_product.hpp>
-#include <parascan/parascan.hpp>
+
+#include "entries.hpp"
+#ifndef PARASCAN_PY_CUDA
+#define PARASCAN_PY_CUDA 0
+#endif
+#if PARASCAN_PY_CUDA
+#include "entries_gpu.hpp"
+#endif
 
 namespace nb = nanobind;
 using parascan::index_t;
@@ -30,21 +36,93 @@ namespace {
 using in_array = nb::ndarray<nb::ro>;
 using out_array = nb::ndarray<>;
 
-/// The element types the extension dispatches on (host backend).
-enum class dtype { f32, f64, c64, c128 };
+/// The element types the extension dispatches on.
+enum class dtype { f32, f64, c64, c128, bf16, f16 };
+
+constexpr nb::dlpack::dtype bfloat16_dtype{std::uint8_t(nb::dlpack::dtype_code::Bfloat), 16, 1};
+constexpr nb::dlpack::dtype float16_dtype{std::uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
 
 dtype dtype_of(const nb::dlpack::dtype& d, const std::string& name) {
   if (d == nb::dtype<float>()) return dtype::f32;
   if (d == nb::dtype<double>()) return dtype::f64;
   if (d == nb::dtype<std::complex<float>>()) return dtype::c64;
   if (d == nb::dtype<std::complex<double>>()) return dtype::c128;
-  parascan::detail::fail(name + ".dtype", "float32, float64, complex64 or complex128 on the host");
+  if (d == bfloat16_dtype) return dtype::bf16;
+  if (d == float16_dtype) return dtype::f16;
+  parascan::detail::fail(name + ".dtype", "float32, float64, complex64, complex128, bfloat16 or float16");
+}
+
+/// DLPack's description of an element type of the extension.
+template <class T>
+nb::dlpack::dtype dlpack_dtype() {
+  if constexpr (std::is_same<T, Eigen::bfloat16>::value)
+    return bfloat16_dtype;
+  else if constexpr (std::is_same<T, Eigen::half>::value)
+    return float16_dtype;
+  else
+    return nb::dtype<T>();
+}
+
+/// The device of the call being made (its first array's): every other array must live there.
+struct device_of_call {
+  int type = nb::device::cpu::value, id = 0;
+};
+thread_local device_of_call call_device;
+
+std::string device_name(int type, int id) {
+  return type == nb::device::cpu::value    ? std::string("the host")
+         : type == nb::device::cuda::value ? "CUDA device " + std::to_string(id)
+                                           : "device type " + std::to_string(type);
 }
 
 template <class A>
 void require_host(const A& a, const std::string& name) {
-  if (a.device_type() != nb::device::cpu::value)
-    parascan::detail::fail(name, "a host array (this build of the extension has the host backend only)");
+  if (a.device_type() != call_device.type ||
+      (a.device_type() != nb::device::cpu::value && a.device_id() != call_device.id))
+    parascan::detail::fail(name, "an array on " + device_name(call_device.type, call_device.id) +
+                                     " (the first input's), got one on " + device_name(a.device_type(), a.device_id()));
+}
+
+/// Makes a device current for the duration of a call, and the previous one current again after it.
+struct device_scope {
+#if PARASCAN_PY_CUDA
+  int previous;
+  explicit device_scope(int device) : previous(pyext::current_device()) {
+    if (device != previous) pyext::set_device(device);
+  }
+  ~device_scope() {
+    if (pyext::current_device() != previous) pyext::set_device(previous);
+  }
+#endif
+};
+
+/// Calls f(exec) with the backend of `first`'s device: parascan::host{threads} for host arrays,
+/// pyext::gpu{stream} on the array's device for CUDA arrays (when the extension has the CUDA backend).
+/// `gpu_ok`: whether this entry point has GPU entries (matrices do not yet).
+template <class A, class F>
+void with_backend(const A& first, const std::string& name, unsigned threads, std::uintptr_t stream, bool gpu_ok,
+                  F&& f) {
+  call_device = {first.device_type(), first.device_id()};
+  if (first.device_type() == nb::device::cpu::value) return f(parascan::host{threads});
+#if PARASCAN_PY_CUDA
+  if (first.device_type() == nb::device::cuda::value && gpu_ok) {
+    device_scope scope(first.device_id());
+    return f(pyext::gpu{stream});
+  }
+  parascan::detail::fail(
+      name, gpu_ok ? "a host or CUDA array, got one on " + device_name(first.device_type(), first.device_id())
+                   : "a host array (this function has no CUDA backend yet)");
+#else
+  (void)stream, (void)gpu_ok;
+  parascan::detail::fail(name, "a host array (this build of the extension has the host backend only), got one on " +
+                                   device_name(first.device_type(), first.device_id()));
+#endif
+}
+
+/// Calls f(exec) on the host backend; refuses arrays elsewhere (the matrix entry points).
+template <class A, class F>
+void on_host(const A& first, const std::string& name, unsigned threads, F&& f) {
+  with_backend(first, name, threads, 0, false, f);
 }
 
 /// An array's shape and strides (in elements), for planning its view.
@@ -104,7 +182,7 @@ batch_plan plan_batch(int dim, const std::vector<array_shape>& arrays,
   while (plan.groups.size() < 2) plan.groups.insert(plan.groups.begin(), std::vector<int>{});
   if (cu_seqlens) {
     const in_array& o = *cu_seqlens;
-    require_host(o, "cu_seqlens");
+    if (o.device_type() != nb::device::cpu::value) parascan::detail::fail("cu_seqlens", "a host array");
     if (o.dtype() != nb::dtype<std::int64_t>() || o.ndim() != 1 || o.shape(0) < 1 || o.stride(0) != 1)
       parascan::detail::fail("cu_seqlens", "a contiguous 1-D int64 array of N + 1 offsets");
     if (!plan.groups[0].empty())
@@ -160,7 +238,7 @@ template <class T, class A>
 T* per_sequence(const std::optional<A>& a, index_t count, const std::string& name) {
   if (!a) return nullptr;
   require_host(*a, name);
-  if (a->dtype() != nb::dtype<T>()) parascan::detail::fail(name + ".dtype", "the output's dtype");
+  if (a->dtype() != dlpack_dtype<T>()) parascan::detail::fail(name + ".dtype", "the output's dtype");
   if (index_t(a->size()) != count)
     parascan::detail::fail(name,
                            std::to_string(count) + " values (one per sequence), got " + std::to_string(a->size()));
@@ -180,13 +258,14 @@ void dispatch(const in_array& a, const std::string& name, F&& f) {
     case dtype::f64: return f(double{});
     case dtype::c64: return f(std::complex<float>{});
     case dtype::c128: return f(std::complex<double>{});
+    case dtype::bf16: return f(Eigen::bfloat16{});
+    case dtype::f16: return f(Eigen::half{});
   }
 }
 
 /// Calls f(T{}) for a float32 or float64 array (the operators with a real accumulator).
 template <class F>
 void dispatch_real(const in_array& a, const std::string& name, F&& f) {
-  require_host(a, name);
   switch (dtype_of(a.dtype(), name)) {
     case dtype::f32: return f(float{});
     case dtype::f64: return f(double{});
@@ -194,10 +273,11 @@ void dispatch_real(const in_array& a, const std::string& name, F&& f) {
   }
 }
 
+
 template <class T, class A>
 void require_dtype(const A& a, const std::string& name) {
   require_host(a, name);
-  if (a.dtype() != nb::dtype<T>()) parascan::detail::fail(name + ".dtype", "the dtype of the first input");
+  if (a.dtype() != dlpack_dtype<T>()) parascan::detail::fail(name + ".dtype", "the dtype of the first input");
 }
 
 template <class T>
@@ -209,20 +289,22 @@ parascan::options<T> scan_options(bool reverse, bool exclusive, T* initial, T* f
 
 void linear_recurrence(const in_array& gates, const in_array& tokens, const out_array& out, int dim,
                        const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
-                       bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads) {
-  require_host(gates, "gates");
-  dispatch(gates, "gates", [&](auto tag) {
-    using T = decltype(tag);
-    require_dtype<T>(tokens, "tokens"), require_dtype<T>(out, "out");
-    const batch_plan plan =
-        plan_batch(dim, {shape_of(gates, "gates"), shape_of(tokens, "tokens"), shape_of(out, "out")}, cu_seqlens);
-    const auto x = view_of<T>(out, plan);
-    const index_t count = x.count();
-    named({"gates", "tokens"}, [&] {
-      parascan::linear_recurrence(parascan::host{threads}, view_of<const T>(gates, plan),
-                                  view_of<const T>(tokens, plan), x,
-                                  scan_options<T>(reverse, exclusive, per_sequence<T>(initial, count, "initial"),
-                                                  per_sequence<T>(final, count, "final")));
+                       bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads,
+                       std::uintptr_t stream) {
+  with_backend(gates, "gates", threads, stream, true, [&](const auto& exec) {
+    dispatch(gates, "gates", [&](auto tag) {
+      using T = decltype(tag);
+      using Acc = pyext::acc_t<T>;
+      require_dtype<T>(tokens, "tokens"), require_dtype<T>(out, "out");
+      const batch_plan plan =
+          plan_batch(dim, {shape_of(gates, "gates"), shape_of(tokens, "tokens"), shape_of(out, "out")}, cu_seqlens);
+      const auto x = view_of<T>(out, plan);
+      const index_t count = x.count();
+      named({"gates", "tokens"}, [&] {
+        pyext::linear_recurrence(exec, view_of<const T>(gates, plan), view_of<const T>(tokens, plan), x,
+                                 scan_options<Acc>(reverse, exclusive, per_sequence<Acc>(initial, count, "initial"),
+                                                   per_sequence<Acc>(final, count, "final")));
+      });
     });
   });
 }
@@ -231,83 +313,121 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
                                 const out_array& grad_gates, const out_array& grad_tokens, int dim,
                                 const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
                                 const std::optional<out_array>& grad_initial, bool reverse,
-                                const std::optional<in_array>& cu_seqlens, unsigned threads) {
-  require_host(gates, "gates");
-  dispatch(gates, "gates", [&](auto tag) {
-    using T = decltype(tag);
-    require_dtype<T>(x, "x"), require_dtype<T>(grad_x, "grad_x");
-    require_dtype<T>(grad_gates, "grad_gates"), require_dtype<T>(grad_tokens, "grad_tokens");
-    const batch_plan plan = plan_batch(dim,
-                                       {shape_of(gates, "gates"), shape_of(x, "x"), shape_of(grad_x, "grad_x"),
-                                        shape_of(grad_gates, "grad_gates"), shape_of(grad_tokens, "grad_tokens")},
-                                       cu_seqlens);
-    const auto a = view_of<const T>(gates, plan);
-    const index_t count = a.count();
-    parascan::backward_options<T> o;
-    o.reverse = reverse;
-    o.initial = per_sequence<T>(initial, count, "initial");
-    o.grad_final = per_sequence<T>(grad_final, count, "grad_final");
-    o.grad_initial = per_sequence<T>(grad_initial, count, "grad_initial");
-    parascan::linear_recurrence_backward(parascan::host{threads}, a, view_of<const T>(x, plan),
-                                         view_of<const T>(grad_x, plan), view_of<T>(grad_gates, plan),
-                                         view_of<T>(grad_tokens, plan), o);
+                                const std::optional<in_array>& cu_seqlens, unsigned threads, std::uintptr_t stream) {
+  with_backend(gates, "gates", threads, stream, true, [&](const auto& exec) {
+    dispatch(gates, "gates", [&](auto tag) {
+      using T = decltype(tag);
+      using Acc = pyext::acc_t<T>;
+      require_dtype<T>(x, "x"), require_dtype<T>(grad_x, "grad_x");
+      require_dtype<T>(grad_gates, "grad_gates"), require_dtype<T>(grad_tokens, "grad_tokens");
+      const batch_plan plan = plan_batch(dim,
+                                         {shape_of(gates, "gates"), shape_of(x, "x"), shape_of(grad_x, "grad_x"),
+                                          shape_of(grad_gates, "grad_gates"), shape_of(grad_tokens, "grad_tokens")},
+                                         cu_seqlens);
+      const auto a = view_of<const T>(gates, plan);
+      const index_t count = a.count();
+      parascan::backward_options<Acc> o;
+      o.reverse = reverse;
+      o.initial = per_sequence<Acc>(initial, count, "initial");
+      o.grad_final = per_sequence<Acc>(grad_final, count, "grad_final");
+      o.grad_initial = per_sequence<Acc>(grad_initial, count, "grad_initial");
+      pyext::linear_recurrence_backward(exec, a, view_of<const T>(x, plan), view_of<const T>(grad_x, plan),
+                                        view_of<T>(grad_gates, plan), view_of<T>(grad_tokens, plan), o);
+    });
   });
 }
 
 /// A one-input scan with a real accumulator (cumsum & co., logcumsumexp): float32 and float64 only.
-template <class Call>
+template <pyext::scan_kind K>
 void real_scan(const in_array& x, const out_array& out, int dim, const std::optional<in_array>& initial,
                const std::optional<out_array>& final, bool reverse, bool exclusive,
-               const std::optional<in_array>& cu_seqlens, Call&& call) {
-  const auto run = [&](auto tag) {
-    using T = decltype(tag);
-    require_dtype<T>(out, "out");
-    const batch_plan plan = plan_batch(dim, {shape_of(x, "x"), shape_of(out, "out")}, cu_seqlens);
-    const auto y = view_of<T>(out, plan);
-    named({"x"}, [&] {
-      call(view_of<const T>(x, plan), y,
-           scan_options<T>(reverse, exclusive, per_sequence<T>(initial, y.count(), "initial"),
-                           per_sequence<T>(final, y.count(), "final")));
+               const std::optional<in_array>& cu_seqlens, unsigned threads, std::uintptr_t stream) {
+  with_backend(x, "x", threads, stream, true, [&](const auto& exec) {
+    dispatch_real(x, "x", [&](auto tag) {
+      using T = decltype(tag);
+      require_dtype<T>(out, "out");
+      const batch_plan plan = plan_batch(dim, {shape_of(x, "x"), shape_of(out, "out")}, cu_seqlens);
+      const auto y = view_of<T>(out, plan);
+      named({"x"}, [&] {
+        pyext::scan<K>(exec, view_of<const T>(x, plan), y,
+                       scan_options<T>(reverse, exclusive, per_sequence<T>(initial, y.count(), "initial"),
+                                       per_sequence<T>(final, y.count(), "final")));
+      });
     });
-  };
-  dispatch_real(x, "x", run);
+  });
 }
 
 void logcumsumexp_backward(const in_array& x, const in_array& y, const in_array& grad_y, const out_array& grad_x,
                            int dim, bool reverse, bool exclusive, const std::optional<in_array>& cu_seqlens,
-                           unsigned threads) {
-  const auto run = [&](auto tag) {
-    using T = decltype(tag);
-    require_dtype<T>(y, "y"), require_dtype<T>(grad_y, "grad_y"), require_dtype<T>(grad_x, "grad_x");
-    const batch_plan plan = plan_batch(
-        dim, {shape_of(x, "x"), shape_of(y, "y"), shape_of(grad_y, "grad_y"), shape_of(grad_x, "grad_x")}, cu_seqlens);
-    parascan::backward_options<T> o;
-    o.reverse = reverse, o.exclusive = exclusive;
-    named({"x", "y", "grad_y"}, [&] {
-      parascan::logcumsumexp_backward(parascan::host{threads}, view_of<const T>(x, plan), view_of<const T>(y, plan),
-                                      view_of<const T>(grad_y, plan), view_of<T>(grad_x, plan), o);
+                           unsigned threads, std::uintptr_t stream) {
+  with_backend(x, "x", threads, stream, true, [&](const auto& exec) {
+    dispatch_real(x, "x", [&](auto tag) {
+      using T = decltype(tag);
+      require_dtype<T>(y, "y"), require_dtype<T>(grad_y, "grad_y"), require_dtype<T>(grad_x, "grad_x");
+      const batch_plan plan =
+          plan_batch(dim, {shape_of(x, "x"), shape_of(y, "y"), shape_of(grad_y, "grad_y"), shape_of(grad_x, "grad_x")},
+                     cu_seqlens);
+      parascan::backward_options<T> o;
+      o.reverse = reverse, o.exclusive = exclusive;
+      named({"x", "y", "grad_y"}, [&] {
+        pyext::logcumsumexp_backward(exec, view_of<const T>(x, plan), view_of<const T>(y, plan),
+                                     view_of<const T>(grad_y, plan), view_of<T>(grad_x, plan), o);
+      });
     });
-  };
-  dispatch_real(x, "x", run);
+  });
 }
 
 void log_linear_recurrence(const in_array& log_a, const in_array& log_b, const out_array& out, int dim,
                            const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
-                           bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads) {
-  const auto run = [&](auto tag) {
-    using T = decltype(tag);
-    require_dtype<T>(log_b, "log_tokens"), require_dtype<T>(out, "out");
-    const batch_plan plan = plan_batch(
-        dim, {shape_of(log_a, "log_gates"), shape_of(log_b, "log_tokens"), shape_of(out, "out")}, cu_seqlens);
-    const auto x = view_of<T>(out, plan);
-    named({"log_gates", "log_tokens"}, [&] {
-      parascan::log_linear_recurrence(
-          parascan::host{threads}, view_of<const T>(log_a, plan), view_of<const T>(log_b, plan), x,
-          scan_options<T>(reverse, exclusive, per_sequence<T>(initial, x.count(), "initial"),
-                          per_sequence<T>(final, x.count(), "final")));
+                           bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads,
+                           std::uintptr_t stream) {
+  with_backend(log_a, "log_gates", threads, stream, true, [&](const auto& exec) {
+    dispatch_real(log_a, "log_gates", [&](auto tag) {
+      using T = decltype(tag);
+      require_dtype<T>(log_b, "log_tokens"), require_dtype<T>(out, "out");
+      const batch_plan plan = plan_batch(
+          dim, {shape_of(log_a, "log_gates"), shape_of(log_b, "log_tokens"), shape_of(out, "out")}, cu_seqlens);
+      const auto x = view_of<T>(out, plan);
+      named({"log_gates", "log_tokens"}, [&] {
+        pyext::log_linear_recurrence(exec, view_of<const T>(log_a, plan), view_of<const T>(log_b, plan), x,
+                                     scan_options<T>(reverse, exclusive, per_sequence<T>(initial, x.count(), "initial"),
+                                                     per_sequence<T>(final, x.count(), "final")));
+      });
     });
-  };
-  dispatch_real(log_a, "log_gates", run);
+  });
+}
+
+void log_linear_recurrence_backward(const in_array& log_a, const in_array& log_b, const in_array& log_x,
+                                    const in_array& grad_log_x, const out_array& grad_log_a,
+                                    const out_array& grad_log_b, int dim, const std::optional<in_array>& initial,
+                                    const std::optional<in_array>& grad_final,
+                                    const std::optional<out_array>& grad_initial, bool reverse,
+                                    const std::optional<in_array>& cu_seqlens, unsigned threads,
+                                    std::uintptr_t stream) {
+  with_backend(log_a, "log_gates", threads, stream, true, [&](const auto& exec) {
+    dispatch_real(log_a, "log_gates", [&](auto tag) {
+      using T = decltype(tag);
+      require_dtype<T>(log_b, "log_tokens"), require_dtype<T>(log_x, "log_x");
+      require_dtype<T>(grad_log_x, "grad_log_x"), require_dtype<T>(grad_log_a, "grad_log_gates");
+      require_dtype<T>(grad_log_b, "grad_log_tokens");
+      const batch_plan plan =
+          plan_batch(dim,
+                     {shape_of(log_a, "log_gates"), shape_of(log_b, "log_tokens"), shape_of(log_x, "log_x"),
+                      shape_of(grad_log_x, "grad_log_x"), shape_of(grad_log_a, "grad_log_gates"),
+                      shape_of(grad_log_b, "grad_log_tokens")},
+                     cu_seqlens);
+      const auto la = view_of<const T>(log_a, plan);
+      const index_t count = la.count();
+      parascan::backward_options<T> o;
+      o.reverse = reverse;
+      o.initial = per_sequence<T>(initial, count, "initial");
+      o.grad_final = per_sequence<T>(grad_final, count, "grad_final");
+      o.grad_initial = per_sequence<T>(grad_initial, count, "grad_initial");
+      pyext::log_linear_recurrence_backward(exec, la, view_of<const T>(log_b, plan), view_of<const T>(log_x, plan),
+                                            view_of<const T>(grad_log_x, plan), view_of<T>(grad_log_a, plan),
+                                            view_of<T>(grad_log_b, plan), o);
+    });
+  });
 }
 
 // ---- Matrices: W, products (N x N) and vectors (N) as Eigen fixed-size elements ----------------------
@@ -363,7 +483,6 @@ void dispatch_n(index_t n, const std::string& name, F&& f) {
 /// Calls f(S{}, integral_constant<N>) for a float32/float64 array of N x N matrices (N from its last axis).
 template <class F>
 void dispatch_matrix(const in_array& m, const std::string& name, F&& f) {
-  require_host(m, name);
   if (m.ndim() < 3)
     parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
   const index_t n = index_t(m.shape(m.ndim() - 1));
@@ -376,23 +495,25 @@ void dispatch_matrix(const in_array& m, const std::string& name, F&& f) {
 void affine_recurrence(const in_array& W, const in_array& b, const out_array& out, int dim,
                        const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
                        bool exclusive, unsigned threads) {
-  dispatch_matrix(W, "W", [&](auto scalar, auto N) {
-    using S = decltype(scalar);
-    using M = matrix_of<S, N.value>;
-    using V = vector_of<S, N.value>;
-    require_dtype<S>(b, "b"), require_dtype<S>(out, "out");
-    const array_shape sw = element_shape_of(W, "W", 2, N), sb = element_shape_of(b, "b", 1, N),
-                      sx = element_shape_of(out, "out", 1, N);
-    const batch_plan plan = plan_batch(dim, {sw, sb, sx});
-    const auto x = view_at<V>(out.data(), sx, plan);
-    parascan::options<Eigen::Matrix<S, N.value, 1>> o;
-    o.reverse = reverse, o.exclusive = exclusive;
-    o.initial =
-        reinterpret_cast<const Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(initial, x.count() * N, "initial"));
-    o.final = reinterpret_cast<Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(final, x.count() * N, "final"));
-    named({"W", "b"}, [&] {
-      parascan::affine_recurrence(parascan::host{threads}, view_at<const M>(W.data(), sw, plan),
-                                  view_at<const V>(b.data(), sb, plan), x, o);
+  on_host(W, "W", threads, [&](const auto&) {
+    dispatch_matrix(W, "W", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = matrix_of<S, N.value>;
+      using V = vector_of<S, N.value>;
+      require_dtype<S>(b, "b"), require_dtype<S>(out, "out");
+      const array_shape sw = element_shape_of(W, "W", 2, N), sb = element_shape_of(b, "b", 1, N),
+                        sx = element_shape_of(out, "out", 1, N);
+      const batch_plan plan = plan_batch(dim, {sw, sb, sx});
+      const auto x = view_at<V>(out.data(), sx, plan);
+      parascan::options<Eigen::Matrix<S, N.value, 1>> o;
+      o.reverse = reverse, o.exclusive = exclusive;
+      o.initial =
+          reinterpret_cast<const Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(initial, x.count() * N, "initial"));
+      o.final = reinterpret_cast<Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(final, x.count() * N, "final"));
+      named({"W", "b"}, [&] {
+        parascan::affine_recurrence(parascan::host{threads}, view_at<const M>(W.data(), sw, plan),
+                                    view_at<const V>(b.data(), sb, plan), x, o);
+      });
     });
   });
 }
@@ -401,27 +522,29 @@ void affine_recurrence_backward(const in_array& W, const in_array& x, const in_a
                                 const out_array& grad_b, int dim, const std::optional<in_array>& initial,
                                 const std::optional<in_array>& grad_final, const std::optional<out_array>& grad_initial,
                                 bool reverse, unsigned threads) {
-  dispatch_matrix(W, "W", [&](auto scalar, auto N) {
-    using S = decltype(scalar);
-    using M = matrix_of<S, N.value>;
-    using V = vector_of<S, N.value>;
-    using state_vector = Eigen::Matrix<S, N.value, 1>;
-    require_dtype<S>(x, "x"), require_dtype<S>(grad_x, "grad_x");
-    require_dtype<S>(grad_W, "grad_W"), require_dtype<S>(grad_b, "grad_b");
-    const array_shape sw = element_shape_of(W, "W", 2, N), sx = element_shape_of(x, "x", 1, N),
-                      sg = element_shape_of(grad_x, "grad_x", 1, N), sdw = element_shape_of(grad_W, "grad_W", 2, N),
-                      sdb = element_shape_of(grad_b, "grad_b", 1, N);
-    const batch_plan plan = plan_batch(dim, {sw, sx, sg, sdw, sdb});
-    const auto w = view_at<const M>(W.data(), sw, plan);
-    const index_t values = w.count() * N;
-    parascan::backward_options<state_vector> o;
-    o.reverse = reverse;
-    o.initial = reinterpret_cast<const state_vector*>(per_sequence<S>(initial, values, "initial"));
-    o.grad_final = reinterpret_cast<const state_vector*>(per_sequence<S>(grad_final, values, "grad_final"));
-    o.grad_initial = reinterpret_cast<state_vector*>(per_sequence<S>(grad_initial, values, "grad_initial"));
-    parascan::affine_recurrence_backward(parascan::host{threads}, w, view_at<const V>(x.data(), sx, plan),
-                                         view_at<const V>(grad_x.data(), sg, plan),
-                                         view_at<M>(grad_W.data(), sdw, plan), view_at<V>(grad_b.data(), sdb, plan), o);
+  on_host(W, "W", threads, [&](const auto&) {
+    dispatch_matrix(W, "W", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = matrix_of<S, N.value>;
+      using V = vector_of<S, N.value>;
+      using state_vector = Eigen::Matrix<S, N.value, 1>;
+      require_dtype<S>(x, "x"), require_dtype<S>(grad_x, "grad_x");
+      require_dtype<S>(grad_W, "grad_W"), require_dtype<S>(grad_b, "grad_b");
+      const array_shape sw = element_shape_of(W, "W", 2, N), sx = element_shape_of(x, "x", 1, N),
+                        sg = element_shape_of(grad_x, "grad_x", 1, N), sdw = element_shape_of(grad_W, "grad_W", 2, N),
+                        sdb = element_shape_of(grad_b, "grad_b", 1, N);
+      const batch_plan plan = plan_batch(dim, {sw, sx, sg, sdw, sdb});
+      const auto w = view_at<const M>(W.data(), sw, plan);
+      const index_t values = w.count() * N;
+      parascan::backward_options<state_vector> o;
+      o.reverse = reverse;
+      o.initial = reinterpret_cast<const state_vector*>(per_sequence<S>(initial, values, "initial"));
+      o.grad_final = reinterpret_cast<const state_vector*>(per_sequence<S>(grad_final, values, "grad_final"));
+      o.grad_initial = reinterpret_cast<state_vector*>(per_sequence<S>(grad_initial, values, "grad_initial"));
+      parascan::affine_recurrence_backward(
+          parascan::host{threads}, w, view_at<const V>(x.data(), sx, plan), view_at<const V>(grad_x.data(), sg, plan),
+          view_at<M>(grad_W.data(), sdw, plan), view_at<V>(grad_b.data(), sdb, plan), o);
+    });
   });
 }
 
@@ -435,26 +558,29 @@ void dispatch_order(bool right_to_left, F&& f) {
 void matrix_chain(const in_array& m, const std::optional<out_array>& out, const std::optional<out_array>& result,
                   int dim, const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
                   bool exclusive, bool right_to_left, unsigned threads) {
-  dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
-    using S = decltype(scalar);
-    using M = matrix_of<S, N.value>;
-    const array_shape sm = element_shape_of(m, "matrices", 2, N);
-    std::vector<array_shape> shapes = {sm};
-    if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, N));
-    const batch_plan plan = plan_batch(dim, shapes);
-    const auto in = view_at<const M>(m.data(), sm, plan);
-    const index_t values = in.count() * N * N;
-    parascan::options<M> o;
-    o.reverse = reverse, o.exclusive = exclusive;
-    o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
-    o.final = reinterpret_cast<M*>(per_sequence<S>(final, values, "final"));
-    dispatch_order(right_to_left, [&](auto order) {
-      named({"matrices"}, [&] {
-        if (out)
-          parascan::matrix_chain<order.value>(parascan::host{threads}, in, view_at<M>(out->data(), shapes[1], plan), o);
-        else
-          parascan::matrix_chain_product<order.value>(
-              parascan::host{threads}, in, reinterpret_cast<M*>(per_sequence<S>(result, values, "result")), o);
+  on_host(m, "matrices", threads, [&](const auto&) {
+    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = matrix_of<S, N.value>;
+      const array_shape sm = element_shape_of(m, "matrices", 2, N);
+      std::vector<array_shape> shapes = {sm};
+      if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, N));
+      const batch_plan plan = plan_batch(dim, shapes);
+      const auto in = view_at<const M>(m.data(), sm, plan);
+      const index_t values = in.count() * N * N;
+      parascan::options<M> o;
+      o.reverse = reverse, o.exclusive = exclusive;
+      o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
+      o.final = reinterpret_cast<M*>(per_sequence<S>(final, values, "final"));
+      dispatch_order(right_to_left, [&](auto order) {
+        named({"matrices"}, [&] {
+          if (out)
+            parascan::matrix_chain<order.value>(parascan::host{threads}, in, view_at<M>(out->data(), shapes[1], plan),
+                                                o);
+          else
+            parascan::matrix_chain_product<order.value>(
+                parascan::host{threads}, in, reinterpret_cast<M*>(per_sequence<S>(result, values, "result")), o);
+        });
       });
     });
   });
@@ -464,26 +590,28 @@ void matrix_chain_backward(const in_array& m, const in_array& p, const in_array&
                            int dim, const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
                            const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
                            unsigned threads) {
-  dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
-    using S = decltype(scalar);
-    using M = matrix_of<S, N.value>;
-    require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
-        require_dtype<S>(grad_m, "grad_matrices");
-    const array_shape sm = element_shape_of(m, "matrices", 2, N), sp = element_shape_of(p, "products", 2, N),
-                      sg = element_shape_of(grad_p, "grad_products", 2, N),
-                      sd = element_shape_of(grad_m, "grad_matrices", 2, N);
-    const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
-    const auto in = view_at<const M>(m.data(), sm, plan);
-    const index_t values = in.count() * N * N;
-    parascan::backward_options<M> o;
-    o.reverse = reverse;
-    o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
-    o.grad_final = reinterpret_cast<const M*>(per_sequence<S>(grad_final, values, "grad_final"));
-    o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
-    dispatch_order(right_to_left, [&](auto order) {
-      parascan::matrix_chain_backward<order.value>(parascan::host{threads}, in, view_at<const M>(p.data(), sp, plan),
-                                                   view_at<const M>(grad_p.data(), sg, plan),
-                                                   view_at<M>(grad_m.data(), sd, plan), o);
+  on_host(m, "matrices", threads, [&](const auto&) {
+    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = matrix_of<S, N.value>;
+      require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
+          require_dtype<S>(grad_m, "grad_matrices");
+      const array_shape sm = element_shape_of(m, "matrices", 2, N), sp = element_shape_of(p, "products", 2, N),
+                        sg = element_shape_of(grad_p, "grad_products", 2, N),
+                        sd = element_shape_of(grad_m, "grad_matrices", 2, N);
+      const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
+      const auto in = view_at<const M>(m.data(), sm, plan);
+      const index_t values = in.count() * N * N;
+      parascan::backward_options<M> o;
+      o.reverse = reverse;
+      o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
+      o.grad_final = reinterpret_cast<const M*>(per_sequence<S>(grad_final, values, "grad_final"));
+      o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
+      dispatch_order(right_to_left, [&](auto order) {
+        parascan::matrix_chain_backward<order.value>(parascan::host{threads}, in, view_at<const M>(p.data(), sp, plan),
+                                                     view_at<const M>(grad_p.data(), sg, plan),
+                                                     view_at<M>(grad_m.data(), sd, plan), o);
+      });
     });
   });
 }
@@ -494,7 +622,7 @@ NB_MODULE(_parascan, m) {
   m.doc() = "parascan's C++ entry points on DLPack arrays (see the parascan package for the Python API)";
   m.attr("version") = std::to_string(PARASCAN_VERSION_MAJOR) + "." + std::to_string(PARASCAN_VERSION_MINOR) + "." +
                       std::to_string(PARASCAN_VERSION_PATCH);
-  m.attr("has_cuda") = false;
+  m.attr("has_cuda") = bool(PARASCAN_PY_CUDA);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -504,17 +632,21 @@ NB_MODULE(_parascan, m) {
   });
   m.def("linear_recurrence", &linear_recurrence, nb::arg("gates"), nb::arg("tokens"), nb::arg("out"), nb::arg("dim"),
         nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
-        nb::arg("cu_seqlens").none(), nb::arg("threads"));
+        nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("linear_recurrence_backward", &linear_recurrence_backward, nb::arg("gates"), nb::arg("x"), nb::arg("grad_x"),
         nb::arg("grad_gates"), nb::arg("grad_tokens"), nb::arg("dim"), nb::arg("initial").none(),
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("cu_seqlens").none(),
-        nb::arg("threads"));
+        nb::arg("threads"), nb::arg("stream") = 0);
   m.def("logcumsumexp_backward", &logcumsumexp_backward, nb::arg("x"), nb::arg("y"), nb::arg("grad_y"),
         nb::arg("grad_x"), nb::arg("dim"), nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(),
-        nb::arg("threads"));
+        nb::arg("threads"), nb::arg("stream") = 0);
   m.def("log_linear_recurrence", &log_linear_recurrence, nb::arg("log_gates"), nb::arg("log_tokens"), nb::arg("out"),
         nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
-        nb::arg("cu_seqlens").none(), nb::arg("threads"));
+        nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
+  m.def("log_linear_recurrence_backward", &log_linear_recurrence_backward, nb::arg("log_gates"), nb::arg("log_tokens"),
+        nb::arg("log_x"), nb::arg("grad_log_x"), nb::arg("grad_log_gates"), nb::arg("grad_log_tokens"), nb::arg("dim"),
+        nb::arg("initial").none(), nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"),
+        nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("affine_recurrence", &affine_recurrence, nb::arg("W"), nb::arg("b"), nb::arg("out"), nb::arg("dim"),
         nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
         nb::arg("threads"));
@@ -528,32 +660,15 @@ NB_MODULE(_parascan, m) {
         nb::arg("grad_products"), nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(),
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("right_to_left"),
         nb::arg("threads"));
-  const auto def_scan = [&](const char* name, auto call) {
-    m.def(
-        name,
-        [call](const in_array& x, const out_array& out, int dim, const std::optional<in_array>& initial,
-               const std::optional<out_array>& final, bool reverse, bool exclusive,
-               const std::optional<in_array>& cu_seqlens, unsigned threads) {
-          real_scan(
-              x, out, dim, initial, final, reverse, exclusive, cu_seqlens,
-              [&](const auto& in, const auto& y, const auto& opts) { call(parascan::host{threads}, in, y, opts); });
-        },
-        nb::arg("x"), nb::arg("out"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(),
-        nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(), nb::arg("threads"));
+  const auto def_scan = [&](const char* name, auto kind) {
+    m.def(name, &real_scan<decltype(kind)::value>, nb::arg("x"), nb::arg("out"), nb::arg("dim"),
+          nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
+          nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
   };
-  def_scan("cumsum", [](const auto& exec, const auto& in, const auto& y, const auto& opts) {
-    parascan::cumsum(exec, in, y, opts);
-  });
-  def_scan("cumprod", [](const auto& exec, const auto& in, const auto& y, const auto& opts) {
-    parascan::cumprod(exec, in, y, opts);
-  });
-  def_scan("cummax", [](const auto& exec, const auto& in, const auto& y, const auto& opts) {
-    parascan::cummax(exec, in, y, opts);
-  });
-  def_scan("cummin", [](const auto& exec, const auto& in, const auto& y, const auto& opts) {
-    parascan::cummin(exec, in, y, opts);
-  });
-  def_scan("logcumsumexp", [](const auto& exec, const auto& in, const auto& y, const auto& opts) {
-    parascan::logcumsumexp(exec, in, y, opts);
-  });
+  using kind = pyext::scan_kind;
+  def_scan("cumsum", std::integral_constant<kind, kind::cumsum>{});
+  def_scan("cumprod", std::integral_constant<kind, kind::cumprod>{});
+  def_scan("cummax", std::integral_constant<kind, kind::cummax>{});
+  def_scan("cummin", std::integral_constant<kind, kind::cummin>{});
+  def_scan("logcumsumexp", std::integral_constant<kind, kind::logcumsumexp>{});
 }

@@ -246,6 +246,26 @@ def test_log_linear_recurrence_matches_the_linear_one():
     assert np.isfinite(y).all() and abs(y[-1] - 900.0) < 1e-3
 
 
+def test_log_linear_recurrence_backward_against_finite_differences():
+    la, lb = -0.5 * RNG.random((2, 7)), 2 * RNG.standard_normal((2, 7))
+    y0, w, wf = RNG.standard_normal(2), RNG.standard_normal((2, 7)), RNG.standard_normal(2)
+    for reverse in (False, True):
+        def loss(la_, lb_, y0_):
+            y = parascan.log_linear_recurrence(la_, lb_, initial=y0_, reverse=reverse)
+            return np.sum(w * y) + np.sum(wf * y[:, 0 if reverse else -1])
+        y = parascan.log_linear_recurrence(la, lb, initial=y0, reverse=reverse)
+        g_la, g_lb, g_y0 = parascan.log_linear_recurrence_backward(la, lb, y, w, initial=y0, reverse=reverse,
+                                                                   grad_final=wf, return_grad_initial=True)
+        h = 1e-6
+        for t in (0, 3, 6):
+            e = np.zeros((2, 7))
+            e[1, t] = h
+            assert abs((loss(la + e, lb, y0) - loss(la - e, lb, y0)) / (2 * h) - g_la[1, t]) < 1e-6, SEED
+            assert abs((loss(la, lb + e, y0) - loss(la, lb - e, y0)) / (2 * h) - g_lb[1, t]) < 1e-6, SEED
+        e0 = np.array([0.0, h])
+        assert abs((loss(la, lb, y0 + e0) - loss(la, lb, y0 - e0)) / (2 * h) - g_y0[1]) < 1e-6, SEED
+
+
 def test_logcumsumexp_backward_against_finite_differences():
     x = RNG.standard_normal(9)
     x[3] = -np.inf

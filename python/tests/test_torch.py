@@ -127,3 +127,14 @@ def test_matrix_chain_op(order):
     assert torch.autograd.gradcheck(lambda v: pt.matrix_chain(v, dim=0, reverse=True, order=order), (m[0],)), SEED
     with pytest.raises(ValueError, match="order"):
         pt.matrix_chain(m, order="up")
+
+
+def test_bf16_storage_on_the_host():
+    gates = torch.full((2, 3, 50), 0.5, dtype=torch.bfloat16, requires_grad=True)  # exact in bf16
+    tokens = torch.ones((2, 3, 50), dtype=torch.bfloat16, requires_grad=True)
+    x = pt.linear_recurrence(gates, tokens, initial=torch.ones(2, 3))
+    assert x.dtype == torch.bfloat16
+    want = 2 - 0.5 ** torch.arange(1, 51, dtype=torch.float64)  # x0 = 1: x[t] = 2 - 0.5^(t+1)
+    assert torch.allclose(x[0, 0].double(), want, rtol=2 ** -7)
+    x.float().sum().backward()
+    assert gates.grad.dtype == torch.bfloat16 and torch.isfinite(gates.grad.float()).all()

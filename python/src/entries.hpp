@@ -1,0 +1,102 @@
+// The library calls the extension makes, one template per entry point over the execution: parascan::host
+// (instantiated where parascan_ext.cpp calls them) or pyext::gpu, the CUDA backend on a stream of the
+// current device (instantiated once in the entries_cuda_*.cu files, which nvcc compiles;
+// parascan_ext.cpp sees only the `extern template` declarations of entries_gpu.hpp and never includes
+// CUDA headers). Views arrive in the host element types (std::complex, Eigen::bfloat16 / half); on the GPU
+// they become the device's (cuda::std::complex, __nv_bfloat16, __half), see entries_cuda.cuh.
+#pragma once
+
+#include <Eigen/Core>
+
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+
+#include <parascan/ops/basic.hpp>
+#include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/log_linear_recurrence.hpp>
+#include <parascan/ops/logsumexp.hpp>
+#include <parascan/parascan.hpp>
+
+namespace pyext {
+
+using parascan::sequences;
+
+/// The CUDA backend on `stream` (a cudaStream_t as an integer; 0: the legacy default stream) of the
+/// current device.
+struct gpu {
+  std::uintptr_t stream = 0;
+};
+
+/// The accumulator (state and per-sequence value) type of a storage type.
+template <class T>
+using acc_t = parascan::ops::accumulator_t<T>;
+
+/// The host backend takes everything as it is; the gpu overloads are in entries_cuda.cuh.
+inline const parascan::host& backend(const parascan::host& h) { return h; }
+template <class T>
+const sequences<T>& on_device(const parascan::host&, const sequences<T>& v) {
+  return v;
+}
+template <class T>
+const parascan::options<T>& on_device(const parascan::host&, const parascan::options<T>& o) {
+  return o;
+}
+template <class T>
+const parascan::backward_options<T>& on_device(const parascan::host&, const parascan::backward_options<T>& o) {
+  return o;
+}
+
+/// The one-input scans with a real accumulator.
+enum class scan_kind { cumsum, cumprod, cummax, cummin, logcumsumexp };
+
+template <class Exec, class T>
+void linear_recurrence(const Exec& e, const sequences<const T>& a, const sequences<const T>& b, const sequences<T>& x,
+                       const parascan::options<acc_t<T>>& o) {
+  parascan::linear_recurrence(backend(e), on_device(e, a), on_device(e, b), on_device(e, x), on_device(e, o));
+}
+
+template <class Exec, class T>
+void linear_recurrence_backward(const Exec& e, const sequences<const T>& a, const sequences<const T>& x,
+                                const sequences<const T>& dx, const sequences<T>& da, const sequences<T>& db,
+                                const parascan::backward_options<acc_t<T>>& o) {
+  parascan::linear_recurrence_backward(backend(e), on_device(e, a), on_device(e, x), on_device(e, dx), on_device(e, da),
+                                       on_device(e, db), on_device(e, o));
+}
+
+template <scan_kind K, class Exec, class T>
+void scan(const Exec& e, const sequences<const T>& x, const sequences<T>& y, const parascan::options<T>& o) {
+  const auto& exec = backend(e);
+  const auto in = on_device(e, x);
+  const auto out = on_device(e, y);
+  const auto& opts = on_device(e, o);
+  if constexpr (K == scan_kind::cumsum) parascan::cumsum(exec, in, out, opts);
+  if constexpr (K == scan_kind::cumprod) parascan::cumprod(exec, in, out, opts);
+  if constexpr (K == scan_kind::cummax) parascan::cummax(exec, in, out, opts);
+  if constexpr (K == scan_kind::cummin) parascan::cummin(exec, in, out, opts);
+  if constexpr (K == scan_kind::logcumsumexp) parascan::logcumsumexp(exec, in, out, opts);
+}
+
+template <class Exec, class T>
+void logcumsumexp_backward(const Exec& e, const sequences<const T>& x, const sequences<const T>& y,
+                           const sequences<const T>& dy, const sequences<T>& dx,
+                           const parascan::backward_options<T>& o) {
+  parascan::logcumsumexp_backward(backend(e), on_device(e, x), on_device(e, y), on_device(e, dy), on_device(e, dx),
+                                  on_device(e, o));
+}
+
+template <class Exec, class T>
+void log_linear_recurrence(const Exec& e, const sequences<const T>& la, const sequences<const T>& lb,
+                           const sequences<T>& y, const parascan::options<T>& o) {
+  parascan::log_linear_recurrence(backend(e), on_device(e, la), on_device(e, lb), on_device(e, y), on_device(e, o));
+}
+
+template <class Exec, class T>
+void log_linear_recurrence_backward(const Exec& e, const sequences<const T>& la, const sequences<const T>& lb,
+                                    const sequences<const T>& y, const sequences<const T>& dy, const sequences<T>& dla,
+                                    const sequences<T>& dlb, const parascan::backward_options<T>& o) {
+  parascan::log_linear_recurrence_backward(backend(e), on_device(e, la), on_device(e, lb), on_device(e, y),
+                                           on_device(e, dy), on_device(e, dla), on_device(e, dlb), on_device(e, o));
+}
+
+}  // namespace pyext

@@ -1,0 +1,73 @@
+// The GPU side of entries.hpp, for the extension's CUDA files: pyext::gpu becomes parascan::cuda on its
+// stream, and views and options of the host element types become views of the device's (the same bytes:
+// std::complex<S> and cuda::std::complex<S>, Eigen::bfloat16 and __nv_bfloat16, Eigen::half and __half
+// share their layouts).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cuda/std/complex>
+
+#include <parascan/cuda.cuh>
+
+#include "entries.hpp"
+
+namespace pyext {
+
+template <class T>
+struct device_type {
+  using type = T;
+};
+template <class T>
+struct device_type<const T> {
+  using type = const typename device_type<T>::type;
+};
+template <class S>
+struct device_type<std::complex<S>> {
+  using type = cuda::std::complex<S>;
+};
+template <>
+struct device_type<Eigen::bfloat16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct device_type<Eigen::half> {
+  using type = __half;
+};
+template <class T>
+using device_t = typename device_type<T>::type;
+static_assert(sizeof(device_t<Eigen::bfloat16>) == 2 && sizeof(device_t<Eigen::half>) == 2 &&
+              sizeof(device_t<std::complex<float>>) == sizeof(std::complex<float>));
+
+inline parascan::cuda backend(const gpu& g) { return {reinterpret_cast<cudaStream_t>(g.stream), nullptr}; }
+
+template <class T>
+sequences<device_t<T>> on_device(const gpu&, const sequences<T>& v) {
+  return {reinterpret_cast<device_t<T>*>(v.data),
+          {v.extent[0], v.extent[1]},
+          {v.stride[0], v.stride[1]},
+          v.length,
+          v.time_stride,
+          v.offsets};
+}
+template <class T>
+parascan::options<device_t<T>> on_device(const gpu&, const parascan::options<T>& o) {
+  parascan::options<device_t<T>> d;
+  d.exclusive = o.exclusive, d.reverse = o.reverse;
+  d.initial = reinterpret_cast<const device_t<T>*>(o.initial);
+  d.final = reinterpret_cast<device_t<T>*>(o.final);
+  return d;
+}
+template <class T>
+parascan::backward_options<device_t<T>> on_device(const gpu&, const parascan::backward_options<T>& o) {
+  parascan::backward_options<device_t<T>> d;
+  d.reverse = o.reverse, d.exclusive = o.exclusive;
+  d.initial = reinterpret_cast<const device_t<T>*>(o.initial);
+  d.grad_final = reinterpret_cast<const device_t<T>*>(o.grad_final);
+  d.grad_initial = reinterpret_cast<device_t<T>*>(o.grad_initial);
+  return d;
+}
+
+}  // namespace pyext

@@ -1,0 +1,21 @@
+// The GPU instantiations of the linear recurrence (entries_gpu.hpp), and the device helpers.
+#include "entries_cuda.cuh"
+#include "entries_gpu.hpp"
+
+namespace pyext {
+
+int current_device() {
+  int device = 0;
+  parascan::detail::cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
+void set_device(int device) { parascan::detail::cuda_check(cudaSetDevice(device), "cudaSetDevice"); }
+
+}  // namespace pyext
+
+#define PYEXT_INSTANTIATE_LINEAR(T)                                                                \
+  template void pyext::linear_recurrence<pyext::gpu, T>(                                           \
+      const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&, \
+      const parascan::sequences<T>&, const parascan::options<pyext::acc_t<T>>&);
+PYEXT_GPU_LINEAR_TYPES(PYEXT_INSTANTIATE_LINEAR)

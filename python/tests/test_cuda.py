@@ -1,0 +1,189 @@
+"""The CUDA backend from Python, on PyTorch CUDA tensors: every entry point against the host backend (or
+an fp64 reference for bfloat16 / float16 storage), layouts and strides, per-sequence values, packed
+batches, streams, devices, and parascan.torch's custom ops (autograd, gradcheck, torch.compile). Skipped
+without a CUDA device, PyTorch, or an extension built with the CUDA backend."""
+import math
+
+import numpy as np
+import pytest
+
+import parascan
+
+torch = pytest.importorskip("torch")
+if not (torch.cuda.is_available() and parascan.has_cuda):
+    pytest.skip("needs a CUDA device and parascan built with the CUDA backend", allow_module_level=True)
+
+import parascan.torch as pt  # noqa: E402
+
+CUDA = torch.device("cuda")
+
+
+def gates_tokens(shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a = (0.8 + 0.19 * torch.rand(shape, generator=g, dtype=torch.float64))
+    b = torch.randn(shape, generator=g, dtype=torch.float64)
+    return a.to(dtype), b.to(dtype)
+
+
+def close(got, want, rtol):
+    got, want = torch.as_tensor(got).cpu().to(torch.complex128), torch.as_tensor(want).cpu().to(torch.complex128)
+    scale = want.abs().max().item() + 1e-30
+    err = (got - want).abs().max().item() / scale
+    assert err <= rtol, "relative error %g > %g" % (err, rtol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_linear_recurrence_matches_the_host(dtype, dim):
+    shape = (3, 40, 1000) if dim == -1 else (3, 1000, 40)  # (B, C, T) and (B, T, D)
+    a, b = gates_tokens(shape, dtype)
+    if dtype.is_complex:
+        a = a * torch.exp(1j * torch.rand(shape, dtype=torch.float64)).to(dtype)
+    x0 = torch.randn(3, 40, dtype=torch.float64).to(dtype)
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            want, want_final = parascan.linear_recurrence(a, b, dim=dim, initial=x0, reverse=reverse,
+                                                          exclusive=exclusive, return_final=True)
+            got, got_final = parascan.linear_recurrence(a.to(CUDA), b.to(CUDA), dim=dim, initial=x0.to(CUDA),
+                                                        reverse=reverse, exclusive=exclusive, return_final=True)
+            assert got.device.type == "cuda" and got.dtype == dtype and got_final.device.type == "cuda"
+            tol = 1e-5 if dtype != torch.float64 else 1e-12
+            close(got, want, tol)
+            close(got_final, want_final, tol)
+
+
+def test_strided_views_and_out():
+    a, b = gates_tokens((4, 64, 2000))
+    a, b = a.to(CUDA), b.to(CUDA)
+    a_view, b_view = a[:, ::2, 1::3], b[:, 1::2, ::3]  # channel and time strides, unaligned starts
+    out = torch.full((4, 32, 667), float("nan"), device=CUDA)
+    got = parascan.linear_recurrence(a_view, b_view, out=out[:, :, :])
+    assert got is not None
+    want = parascan.linear_recurrence(a_view.cpu().contiguous(), b_view.cpu().contiguous())
+    close(out, want, 1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16_bit_storage_with_an_fp32_state(dtype):
+    a, b = gates_tokens((2, 16, 3000), dtype)
+    x = parascan.linear_recurrence(a.to(CUDA), b.to(CUDA), initial=torch.ones(2, 16), return_final=True)
+    got, final = x
+    assert got.dtype == dtype and final.dtype == torch.float32
+    ref = torch.empty((2, 16, 3000), dtype=torch.float64)
+    carry = torch.ones(2, 16, dtype=torch.float64)
+    a64, b64 = a.to(torch.float64), b.to(torch.float64)
+    for t in range(3000):
+        carry = a64[..., t] * carry + b64[..., t]
+        ref[..., t] = carry
+    eps = 2.0 ** -7 if dtype == torch.bfloat16 else 2.0 ** -10
+    close(got, ref, 2 * eps)  # the output's one rounding, and the fp32 state's
+    close(final, carry, 1e-5)
+    host = parascan.linear_recurrence(a, b, initial=torch.ones(2, 16))  # the host backend takes them too
+    close(host, ref, 2 * eps)
+
+
+def test_backward_matches_the_host():
+    a, b = gates_tokens((2, 24, 1500))
+    x = parascan.linear_recurrence(a, b)
+    dx = torch.randn(2, 24, 1500)
+    x0, gf = torch.randn(2, 24), torch.randn(2, 24)
+    want = parascan.linear_recurrence_backward(a, x, dx, initial=x0, grad_final=gf, return_grad_initial=True)
+    got = parascan.linear_recurrence_backward(a.to(CUDA), x.to(CUDA), dx.to(CUDA), initial=x0.to(CUDA),
+                                              grad_final=gf.to(CUDA), return_grad_initial=True)
+    for g, w in zip(got, want):
+        assert g.device.type == "cuda"
+        close(g, w, 1e-5)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"])
+def test_scans_match_torch(name):
+    x = torch.randn(5, 300, 77, device=CUDA, dtype=torch.float64)
+    if name == "cumprod":
+        x = 1 + 0.01 * x
+    got = getattr(parascan, name)(x, dim=1)
+    want = getattr(torch, name)(x, dim=1)
+    close(got, want[0] if isinstance(want, tuple) else (want.values if hasattr(want, "values") else want), 1e-12)
+
+
+def test_log_space_recurrence_and_its_backward_match_the_host():
+    g = torch.Generator().manual_seed(3)
+    la = -0.3 * torch.rand(3, 20, 900, generator=g, dtype=torch.float64)
+    lb = 4 * torch.randn(3, 20, 900, generator=g, dtype=torch.float64)
+    lb[0, 0, :10] = -math.inf  # exact zeros
+    y = parascan.log_linear_recurrence(la, lb)
+    y_gpu = parascan.log_linear_recurrence(la.to(CUDA), lb.to(CUDA))
+    close(y_gpu, y, 1e-12)
+    dy = torch.randn(3, 20, 900, dtype=torch.float64)
+    want = parascan.log_linear_recurrence_backward(la, lb, y, dy)
+    got = parascan.log_linear_recurrence_backward(la.to(CUDA), lb.to(CUDA), y.to(CUDA), dy.to(CUDA))
+    for gg, w in zip(got, want):
+        close(gg, w, 1e-11)
+    x = torch.randn(4, 700, dtype=torch.float64)
+    lse = torch.logcumsumexp(x, 1)
+    close(parascan.logcumsumexp_backward(x.to(CUDA), lse.to(CUDA), torch.ones_like(x).to(CUDA), dim=1),
+          parascan.logcumsumexp_backward(x, lse, torch.ones_like(x), dim=1), 1e-12)
+
+
+def test_packed_batches_take_cu_seqlens_on_the_device():
+    lengths = [5, 1, 300, 64, 0, 2000]
+    offsets = torch.tensor(np.concatenate([[0], np.cumsum(lengths)]), dtype=torch.int32)
+    a, b = gates_tokens((int(offsets[-1]), 48))  # (total, D): time along dim 0
+    want = parascan.linear_recurrence(a, b, dim=0, cu_seqlens=offsets)
+    got = parascan.linear_recurrence(a.to(CUDA), b.to(CUDA), dim=0, cu_seqlens=offsets.to(CUDA))
+    close(got, want, 1e-5)
+
+
+def test_streams_default_to_torchs_current_one():
+    a, b = gates_tokens((8, 64, 4096))
+    a, b = a.to(CUDA), b.to(CUDA)
+    want = parascan.linear_recurrence(a, b)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = parascan.linear_recurrence(a, b)  # enqueued on `side`
+        explicit = parascan.linear_recurrence(a, b, stream=side)
+    side.synchronize()
+    close(got, want, 0)
+    close(explicit, want, 0)
+
+
+def test_mixed_devices_and_matrices_on_cuda_are_refused_with_the_argument_named():
+    # (per-sequence values are moved to the inputs' device by the Python layer)
+    a, b = gates_tokens((2, 8, 100))
+    with pytest.raises(ValueError, match="tokens"):
+        parascan.linear_recurrence(a.to(CUDA), b)
+    x = parascan.linear_recurrence(a.to(CUDA), b.to(CUDA), initial=torch.zeros(2, 8))  # moved to the device
+    assert x.device.type == "cuda"
+    with pytest.raises(ValueError, match="out"):
+        parascan.linear_recurrence(a.to(CUDA), b.to(CUDA), out=torch.empty(2, 8, 100))
+    with pytest.raises(ValueError, match="matrices"):
+        parascan.matrix_chain(torch.eye(2, device=CUDA).expand(3, 5, 2, 2).contiguous(), dim=1)
+
+
+def test_torch_ops_on_cuda_autograd_gradcheck_and_compile():
+    a, b = gates_tokens((2, 3, 50), torch.float64)
+    a, b = a.to(CUDA).requires_grad_(), b.to(CUDA).requires_grad_()
+    x0 = torch.randn(2, 3, dtype=torch.float64, device=CUDA, requires_grad=True)
+    torch.autograd.gradcheck(lambda g, t, i: pt.linear_recurrence(g, t, initial=i), (a, b, x0))
+    x = torch.randn(3, 40, dtype=torch.float64, device=CUDA, requires_grad=True)
+    torch.autograd.gradcheck(lambda v: pt.logcumsumexp(v, dim=1), (x,))
+
+    compiled = torch.compile(lambda g, t: pt.scan(g, t).square().sum(), fullgraph=True)
+    g32, t32 = gates_tokens((4, 16, 1000))
+    g32, t32 = g32.to(CUDA).requires_grad_(), t32.to(CUDA).requires_grad_()
+    loss = compiled(g32, t32)
+    loss.backward()
+    g_ref, t_ref = g32.detach().cpu().requires_grad_(), t32.detach().cpu().requires_grad_()
+    pt.scan(g_ref, t_ref).square().sum().backward()
+    close(loss.detach(), pt.scan(g_ref.detach(), t_ref.detach()).square().sum(), 1e-5)
+    close(g32.grad, g_ref.grad, 1e-4)
+    close(t32.grad, t_ref.grad, 1e-4)
+
+
+def test_bf16_autograd_runs_on_cuda():
+    a, b = gates_tokens((2, 8, 512), torch.bfloat16)
+    a, b = a.to(CUDA).requires_grad_(), b.to(CUDA).requires_grad_()
+    pt.scan(a, b).float().sum().backward()
+    assert a.grad.dtype == torch.bfloat16 and torch.isfinite(a.grad.float()).all()
+    assert torch.isfinite(b.grad.float()).all()
