@@ -44,9 +44,9 @@ template <class T>
 sequences<T> host_readable(const cuda& exec, sequences<T> v, std::vector<index_t>& storage) {
   if (!v.packed() || v.extent[0] < 0 || !detail::is_device_pointer(v.offsets)) return v;
   storage.resize(std::size_t(v.extent[0]) + 1);
-  detail::cuda_check(cudaMemcpyAsync(storage.data(), v.offsets, storage.size() * sizeof(index_t),
-                                     cudaMemcpyDeviceToHost, exec.stream),
-                     "offsets");
+  detail::cuda_check(
+      cudaMemcpyAsync(storage.data(), v.offsets, storage.size() * sizeof(index_t), cudaMemcpyDeviceToHost, exec.stream),
+      "offsets");
   detail::cuda_check(cudaStreamSynchronize(exec.stream), "offsets");
   v.offsets = storage.data();
   return v;
@@ -101,6 +101,17 @@ std::pair<Outs, Outs> stage_outputs(const Outs& out, staged_offsets& staged) {
           transform_views(out, [&](const auto& v, int k) { return staged.stage(v, output_name(k, n)).second; })};
 }
 
+/// The longest of sequences [s0, s1) of a (host-offsets) view: each packed sequence's channels share its
+/// length, so this walks the packed sequences the range touches, not every channel.
+template <class T>
+index_t longest_in(const sequences<T>& v, index_t s0, index_t s1) {
+  if (!v.packed() || s1 <= s0) return s1 > s0 ? v.length : 0;
+  index_t longest = 0;
+  for (index_t i = s0 / v.extent[1]; i <= (s1 - 1) / v.extent[1]; ++i)
+    longest = std::max(longest, v.offsets[i + 1] - v.offsets[i]);
+  return longest;
+}
+
 /// What dispatch needs to know of a (host-offsets) view.
 template <class T>
 batch_shape shape_of(const sequences<T>& v) {
@@ -144,9 +155,9 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const Outs& o
 
   engine::segment_args<Op, pack, out_pack> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
-  const auto& lengths = out_host.head;
-  engine::run<policy, true>(args, detail::shape_of(lengths), [&](index_t s) { return lengths.length_of(s); }, alloc,
-                            exec.stream);
+  const auto& v = out_host.head;
+  const auto longest = [&](index_t s0, index_t s1) { return detail::longest_in(v, s0, s1); };
+  engine::run<policy, true>(args, detail::shape_of(v), longest, alloc, exec.stream);
 }
 
 namespace detail {
@@ -171,9 +182,9 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
 
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_pack<>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
-  const auto& lengths = underlying(in_host.head);
-  engine::run<policy, false>(args, shape_of(lengths), [&](index_t s) { return lengths.length_of(s); }, alloc,
-                             exec.stream);
+  const auto& v = underlying(in_host.head);
+  const auto longest = [&](index_t s0, index_t s1) { return longest_in(v, s0, s1); };
+  engine::run<policy, false>(args, shape_of(v), longest, alloc, exec.stream);
 }
 
 }  // namespace detail

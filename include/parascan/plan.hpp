@@ -111,8 +111,9 @@ struct scan_plan {
 /// multiprocessor fill the memory pipeline: splitting (which reads the inputs twice) waits until there are
 /// fewer than that; its tile is the 16 steps of a stage of fp32 pairs. A skewed batch (packed, its longest
 /// sequence alone more than four times the balanced share of the steps, i.e. all of them over the resident
-/// groups) is split too, at that share: its long sequences spread over the device, the short ones keep one
-/// segment (their later, empty segments return at once).
+/// groups) is split too, ragged: each group into segments of a quarter of that share (at least four
+/// tiles), as many as its longest sequence needs, so the long sequences spread over four times the
+/// resident groups (one warp per long segment moves too few bytes to make up for the short ones).
 inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch_shape& shape, int multiprocessors,
                            int blocks_per_multiprocessor) {
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
@@ -135,7 +136,7 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
     const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
     const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
     if (len <= 4 * share) return plan;
-    segment = ceil_div(share, plan.tile) * plan.tile;
+    segment = ceil_div(std::max(share / 4, 4 * plan.tile), plan.tile) * plan.tile;
     plan.ragged = true;
   }
   const index_t splits = ceil_div(len, segment);

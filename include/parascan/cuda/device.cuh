@@ -42,8 +42,8 @@ struct segment_args {
   Pack in;
   Outs out;  // an output_pack (empty for reductions)
   const output_t<Op>* initial;
-  output_t<Op>* final;         // project() of each sequence's total, or null
-  state_t<Op>* final_states;   // each sequence's whole total state, or null
+  output_t<Op>* final;        // project() of each sequence's total, or null
+  state_t<Op>* final_states;  // each sequence's whole total state, or null
   state_t<Op>* partials;
   index_t count;    // sequences
   index_t splits;   // segments per sequence (at most, when first_item is given)
@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
   using S = state_t<Op>;
   using temp_t = typename Group::template temp_storage<S>;
   constexpr bool channels = Group::kind == group_kind::channel;
-  using staging_t = std::conditional_t<channels, channel_staging<STAGES, Op, Pack>,
-                                       staging_plan<Group, ITEMS, STAGES, Op, Pack>>;
+  using staging_t =
+      std::conditional_t<channels, channel_staging<STAGES, Op, Pack>, staging_plan<Group, ITEMS, STAGES, Op, Pack>>;
   // Raw storage: states with constructors (Eigen matrices) cannot be __shared__ variables themselves.
   __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
   __shared__ alignas(16) unsigned char staging_space[staging_t::bytes];
@@ -130,8 +130,8 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
   if constexpr (channels)
     carry = scan_channels<STAGES, write>(staging, a.op, in, out, n, p0, p1, loop_end, a.reverse, a.exclusive, carry);
   else
-    carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0,
-                                               p1, loop_end, a.reverse, a.exclusive, carry);
+    carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0, p1,
+                                               loop_end, a.reverse, a.exclusive, carry);
 
   if (!active || group.rank() != 0) return;
   if (PASS == pass::fold) a.partials[a.partial_slot(s, j, Group::sequences_per_group)] = carry;
@@ -207,9 +207,10 @@ void launch_segments(const segment_args<Op, Pack, Outs>& a, index_t groups, cuda
 
 /// Runs a scan (WRITE) or a reduction (results in a.final) with one group kind: whole sequences in one
 /// pass when they fill the device, else reduce-then-scan over segments (fold, carry, rescan).
-/// `length_of(s)`: sequence s's length, read on the host (a ragged split counts each group's segments).
+/// `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host (a ragged split counts each
+/// group's segments).
 template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs, class Lengths>
-void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, const Lengths& length_of,
+void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, const Lengths& longest_in,
                     temp_allocator& alloc, cudaStream_t stream) {
   constexpr bool sequential = Group::threads == 1;
   constexpr int items = sequential ? 1 : Policy::items;
@@ -224,7 +225,8 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                                    resident_blocks<Group, items, stages, min_blocks, Op, Pack, Outs>());
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
-                 static_cast<long long>(shape.count), static_cast<long long>(shape.max_length), plan.describe().c_str());
+                 static_cast<long long>(shape.count), static_cast<long long>(shape.max_length),
+                 plan.describe().c_str());
   constexpr int per_group = Group::sequences_per_group;
   if (plan.splits == 1) {
     launch_segments<Group, items, stages, min_blocks, WRITE ? pass::scan : pass::reduce>(a, plan.groups, stream);
@@ -237,9 +239,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if (plan.ragged) {  // each group's segments, as many as its longest sequence needs (at least one)
     std::vector<index_t> first(std::size_t(plan.groups) + 1, 0);
     for (index_t g = 0; g < plan.groups; ++g) {
-      index_t longest = 0;
-      for (index_t s = g * per_group; s < std::min(a.count, (g + 1) * per_group); ++s)
-        longest = std::max(longest, length_of(s));
+      const index_t longest = longest_in(g * per_group, std::min(a.count, (g + 1) * per_group));
       first[std::size_t(g) + 1] = first[std::size_t(g)] + std::max<index_t>(1, (longest + a.segment - 1) / a.segment);
     }
     launched = first.back();
@@ -258,22 +258,23 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
 }
 
 template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
-void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& length_of,
+void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& longest_in,
          temp_allocator& alloc, cudaStream_t stream) {
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::sequential) {
-    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
+    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
   } else {
     if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::warp)
-      if (group == group_kind::warp) return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
+      if (group == group_kind::warp)
+        return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
     if constexpr (sizeof(state_t<Op>) <= 32)
       if (group == group_kind::channel)
-        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
+        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
     if constexpr (Policy::combine != combine_variant::warp)
-      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
+      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
     else
-      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, length_of, alloc, stream);
+      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
   }
 }
 
