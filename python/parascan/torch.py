@@ -1,4 +1,4 @@
-"""PyTorch integration: parascan's linear recurrence, logcumsumexp and matrix chains as torch.library
+"""PyTorch integration: parascan's linear and affine recurrences, logcumsumexp and matrix chains as torch.library
 custom ops with fake (meta) implementations and autograd through their backward passes, so that they work
 under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks; and
 ``scan(gates, tokens)``, a drop-in for accelerated-scan's ``scan`` (same signature, any T, not only
@@ -18,7 +18,7 @@ import torch
 
 from . import _parascan
 
-__all__ = ["linear_recurrence", "logcumsumexp", "matrix_chain", "scan"]
+__all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
@@ -201,6 +201,72 @@ def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
     if order not in ("left_to_right", "right_to_left"):
         raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
     return _matrix_chain(matrices, dim % outer, reverse, order == "right_to_left")
+
+
+@torch.library.custom_op("parascan::affine_recurrence", mutates_args=())
+def _affine(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+            reverse: bool) -> torch.Tensor:
+    x = torch.empty_like(b, memory_format=torch.contiguous_format)
+    _parascan.affine_recurrence(_host(W), _host(b), x, dim, _host(initial), None, reverse, False, 0)
+    return x
+
+
+@_affine.register_fake
+def _(W, b, initial, dim, reverse):
+    return torch.empty_like(b, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("parascan::affine_recurrence_backward", mutates_args=())
+def _affine_backward(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
+                     dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    grad_W = torch.empty_like(W, memory_format=torch.contiguous_format)
+    grad_b = torch.empty_like(x, memory_format=torch.contiguous_format)
+    shape = list(x.shape)
+    del shape[dim]
+    grad_initial = x.new_empty(shape)
+    _parascan.affine_recurrence_backward(_host(W), _host(x), _host(grad_x.contiguous()), grad_W, grad_b, dim,
+                                         _host(initial), None, grad_initial, reverse, 0)
+    return grad_W, grad_b, grad_initial
+
+
+@_affine_backward.register_fake
+def _(W, x, grad_x, initial, dim, reverse):
+    shape = list(x.shape)
+    del shape[dim]
+    return (torch.empty_like(W, memory_format=torch.contiguous_format),
+            torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(shape))
+
+
+def _affine_setup(ctx, inputs, output):
+    W, _b, initial, dim, reverse = inputs
+    ctx.save_for_backward(W, output, initial)
+    ctx.dim, ctx.reverse = dim, reverse
+
+
+def _affine_grad(ctx, grad_x):
+    W, x, initial = ctx.saved_tensors
+    grad_W, grad_b, grad_initial = _affine_backward(W, x, grad_x, initial, ctx.dim, ctx.reverse)
+    return grad_W, grad_b, (grad_initial if initial is not None else None), None, None
+
+
+_affine.register_autograd(_affine_grad, setup_context=_affine_setup)
+
+
+def affine_recurrence(W: torch.Tensor, b: torch.Tensor, dim: int = -1, initial: Optional[torch.Tensor] = None,
+                      reverse: bool = False) -> torch.Tensor:
+    """x[t] = W[t] @ x[t-1] + b[t] along ``dim`` (counted among the axes before the element's): W of shape
+    (..., T, ..., N, N), b (..., T, ..., N), x[-1] = ``initial`` (the batch shape + (N,), default 0);
+    differentiable in W, b and initial. N = 2, 3, 4, 8, 16; float32, float64; CPU tensors (the CUDA
+    backend has no matrices in Python yet)."""
+    outer = b.dim() - 1
+    if outer < 1 or not -outer <= dim < outer:
+        raise ValueError("parascan: dim: an axis of b other than its last (%d axes), got %d" % (max(outer, 0), dim))
+    dim %= outer
+    if initial is not None:
+        shape = list(b.shape)
+        del shape[dim]
+        initial = initial.to(dtype=b.dtype).expand(shape).contiguous()
+    return _affine(W, b, initial, dim, reverse)
 
 
 def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -138,3 +138,23 @@ def test_bf16_storage_on_the_host():
     assert torch.allclose(x[0, 0].double(), want, rtol=2 ** -7)
     x.float().sum().backward()
     assert gates.grad.dtype == torch.bfloat16 and torch.isfinite(gates.grad.float()).all()
+
+
+def test_affine_recurrence_op_gradcheck_and_compile():
+    N = 3
+    W = (0.5 * torch.randn(2, 6, N, N, generator=GEN, dtype=torch.float64)).requires_grad_()
+    b = torch.randn(2, 6, N, generator=GEN, dtype=torch.float64, requires_grad=True)
+    x0 = torch.randn(2, N, generator=GEN, dtype=torch.float64, requires_grad=True)
+    for reverse in (False, True):
+        torch.autograd.gradcheck(lambda w, v, i: pt.affine_recurrence(w, v, dim=1, initial=i, reverse=reverse),
+                                 (W, b, x0))
+    x = pt.affine_recurrence(W, b, dim=1, initial=x0)
+    ref, carry = [], x0
+    for t in range(6):  # the recurrence with torch's own ops
+        carry = W[:, t] @ carry.unsqueeze(-1)
+        carry = carry.squeeze(-1) + b[:, t]
+        ref.append(carry)
+    assert torch.allclose(x, torch.stack(ref, 1), rtol=1e-12, atol=1e-12)
+    torch.library.opcheck(torch.ops.parascan.affine_recurrence.default, (W.detach(), b.detach(), x0.detach(), 1, False))
+    compiled = torch.compile(lambda w, v: pt.affine_recurrence(w, v, dim=1).sum(), fullgraph=True)
+    assert torch.allclose(compiled(W, b), pt.affine_recurrence(W, b, dim=1).sum())
