@@ -13,6 +13,9 @@ ValueError with parascan's message, before anything is written.
     x = parascan.linear_recurrence(gates, tokens)             # x[t] = gates[t] * x[t-1] + tokens[t]
     da, db = parascan.linear_recurrence_backward(gates, x, grad_x)
 """
+import functools
+import inspect
+
 from . import _parascan
 
 __version__ = _parascan.version
@@ -26,20 +29,29 @@ __all__ = [
 has_cuda = _parascan.has_cuda
 
 
+_FRAMEWORK_OF_TYPE = {}  # every call asks, for several arrays: a dictionary lookup, not string tests
+
+
 def _framework(x):
-    """'torch' for PyTorch tensors, 'cupy' for CuPy arrays, else 'numpy' (NumPy arrays and anything
-    np.asarray takes)."""
-    module = type(x).__module__
-    return "torch" if module.startswith("torch") else "cupy" if module.startswith("cupy") else "numpy"
+    """'torch' for PyTorch tensors, 'cupy' for CuPy arrays, 'jax' for JAX arrays, else 'numpy' (NumPy arrays
+    and anything np.asarray takes)."""
+    kind = type(x)
+    framework = _FRAMEWORK_OF_TYPE.get(kind)
+    if framework is None:
+        module = kind.__module__
+        framework = next((name for name in ("torch", "cupy", "jax") if module.startswith(name)), "numpy")
+        _FRAMEWORK_OF_TYPE[kind] = framework
+    return framework
 
 
 def _accumulator(x):
     """The dtype of x's per-sequence values (initial and final states): float32 for bfloat16 / float16
     storage, else x's own."""
-    name = str(x.dtype).replace("torch.", "")
-    if name in ("bfloat16", "float16"):
-        return __import__("torch").float32 if _framework(x) == "torch" else "float32"
-    return x.dtype
+    dtype = x.dtype
+    if _framework(x) == "torch":
+        import torch
+        return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
+    return "float32" if dtype.itemsize == 2 else dtype  # NumPy / CuPy float16 (no 2-byte type is integer here)
 
 
 def _empty_like(x, shape=None, dtype=None):
@@ -53,8 +65,11 @@ def _empty_like(x, shape=None, dtype=None):
         import cupy
         with cupy.cuda.Device(x.device.id):
             return cupy.empty(shape, dtype=dtype)
+    if _framework(x) == "jax" and any(d.platform != "cpu" for d in x.devices()):
+        raise ValueError("parascan: JAX arrays on a GPU are not supported yet (JAX buffers are immutable: pass "
+                         "host JAX arrays, or PyTorch / CuPy arrays on the GPU)")
     import numpy as np
-    return np.empty(shape, dtype=dtype)
+    return np.empty(shape, dtype=dtype)  # JAX (host) results are written here, then handed to JAX
 
 
 def _stream(x, stream):
@@ -331,3 +346,27 @@ def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=Non
                                     _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
                                     reverse, _right_to_left(order), threads)
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
+
+
+def _results_like_first_input(fn):
+    """JAX inputs get JAX results: parascan writes into NumPy buffers (JAX arrays are immutable) and hands
+    them to JAX through DLPack (without a copy where JAX accepts the buffer's alignment)."""
+    first_name = next(iter(inspect.signature(fn).parameters))
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        if _framework(args[0] if args else kwargs.get(first_name)) != "jax":
+            return result
+        import jax.dlpack
+
+        def convert(r):
+            return None if r is None else jax.dlpack.from_dlpack(r)
+        return tuple(convert(r) for r in result) if isinstance(result, tuple) else convert(result)
+    return wrapper
+
+
+for _name in __all__:
+    if _name != "has_cuda":
+        globals()[_name] = _results_like_first_input(globals()[_name])
+del _name

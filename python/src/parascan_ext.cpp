@@ -75,8 +75,9 @@ std::string device_name(int type, int id) {
                                            : "device type " + std::to_string(type);
 }
 
+/// An array of the call on the call's device (the host, or the first input's GPU).
 template <class A>
-void require_host(const A& a, const std::string& name) {
+void require_on_call_device(const A& a, const std::string& name) {
   if (a.device_type() != call_device.type ||
       (a.device_type() != nb::device::cpu::value && a.device_id() != call_device.id))
     parascan::detail::fail(name, "an array on " + device_name(call_device.type, call_device.id) +
@@ -237,7 +238,7 @@ void named(const std::vector<std::string>& inputs, F&& f) {
 template <class T, class A>
 T* per_sequence(const std::optional<A>& a, index_t count, const std::string& name) {
   if (!a) return nullptr;
-  require_host(*a, name);
+  require_on_call_device(*a, name);
   if (a->dtype() != dlpack_dtype<T>()) parascan::detail::fail(name + ".dtype", "the output's dtype");
   if (index_t(a->size()) != count)
     parascan::detail::fail(name,
@@ -276,7 +277,7 @@ void dispatch_real(const in_array& a, const std::string& name, F&& f) {
 
 template <class T, class A>
 void require_dtype(const A& a, const std::string& name) {
-  require_host(a, name);
+  require_on_call_device(a, name);
   if (a.dtype() != dlpack_dtype<T>()) parascan::detail::fail(name + ".dtype", "the dtype of the first input");
 }
 

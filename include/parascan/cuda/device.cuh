@@ -53,13 +53,13 @@ struct segment_args {
   // (as many as its longest sequence needs); null: every group has `splits` items, g * splits + j.
   const index_t* first_item = nullptr;
 
-  /// Where segment j of sequence s (lane `lane` of its group, groups of `per_group` sequences) keeps its
-  /// total, then its carry.
+  /// Where segment j of sequence s (in groups of `per_group` sequences) keeps its total, then its carry.
   PARASCAN_HD index_t partial_slot(index_t s, index_t j, int per_group) const {
     if (first_item == nullptr) return s * splits + j;
     const index_t g = s / per_group;
     return (first_item[g] + j) * per_group + (s - g * per_group);
   }
+  /// How many segments sequence s has.
   PARASCAN_HD index_t segments_of(index_t s, int per_group) const {
     if (first_item == nullptr) return splits;
     const index_t g = s / per_group;
