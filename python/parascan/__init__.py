@@ -74,8 +74,10 @@ def _empty_like(x, shape=None, dtype=None):
 
 def _stream(x, stream):
     """The CUDA stream a call on x runs on, as an integer: ``stream`` (a torch.cuda.Stream or anything with
-    ``cuda_stream``, a CuPy stream or anything with ``ptr``, or an int), else the current stream of x's
-    framework on x's device (PyTorch, CuPy); 0 (the legacy default stream) otherwise and for host arrays."""
+    ``cuda_stream``, a CuPy stream or anything with ``ptr``, or an int; it must belong to x's device), else
+    the current stream of x's framework on x's device (PyTorch, CuPy); 0 (the legacy default stream)
+    otherwise and for host arrays. Outputs the call allocates come from the framework's allocator on its
+    current stream: a caller passing another stream orders the two (as with any side stream in PyTorch)."""
     if stream is not None:
         for attribute in ("cuda_stream", "ptr"):
             if hasattr(stream, attribute):
@@ -106,6 +108,8 @@ def _offsets(cu_seqlens):
     import numpy as np
     if _framework(cu_seqlens) == "torch":
         cu_seqlens = cu_seqlens.detach().cpu().numpy()
+    elif _framework(cu_seqlens) == "cupy":
+        cu_seqlens = cu_seqlens.get()
     return np.ascontiguousarray(np.asarray(cu_seqlens), dtype=np.int64)
 
 

@@ -45,6 +45,10 @@ inline parascan::cuda backend(const gpu& g) { return {reinterpret_cast<cudaStrea
 
 template <class T>
 sequences<device_t<T>> on_device(const gpu&, const sequences<T>& v) {
+  // A reinterpreted view (float32[1:] as complex64) may start off the device type's alignment.
+  if (reinterpret_cast<std::uintptr_t>(v.data) % alignof(device_t<T>) != 0)
+    parascan::detail::fail("inputs", "arrays whose data are aligned to their elements (" +
+                                         std::to_string(alignof(device_t<T>)) + " bytes) on the GPU");
   return {reinterpret_cast<device_t<T>*>(v.data),
           {v.extent[0], v.extent[1]},
           {v.stride[0], v.stride[1]},

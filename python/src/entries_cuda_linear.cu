@@ -12,6 +12,11 @@ int current_device() {
 
 void set_device(int device) { parascan::detail::cuda_check(cudaSetDevice(device), "cudaSetDevice"); }
 
+void restore_device(int device) noexcept {
+  int current = 0;
+  if (cudaGetDevice(&current) == cudaSuccess && current != device) (void)cudaSetDevice(device);
+}
+
 }  // namespace pyext
 
 #define PYEXT_INSTANTIATE_LINEAR(T)                                                                \

@@ -10,6 +10,8 @@ namespace pyext {
 /// The current device, and making one current (cudaGetDevice / cudaSetDevice, errors as parascan::error).
 int current_device();
 void set_device(int device);
+/// Makes `device` current again after a call, ignoring errors (for destructors).
+void restore_device(int device) noexcept;
 
 }  // namespace pyext
 

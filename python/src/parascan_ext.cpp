@@ -63,6 +63,23 @@ nb::dlpack::dtype dlpack_dtype() {
     return nb::dtype<T>();
 }
 
+/// An element type's name, as NumPy and PyTorch spell it.
+template <class T>
+const char* dtype_name() {
+  if constexpr (std::is_same<T, float>::value)
+    return "float32";
+  else if constexpr (std::is_same<T, double>::value)
+    return "float64";
+  else if constexpr (std::is_same<T, std::complex<float>>::value)
+    return "complex64";
+  else if constexpr (std::is_same<T, std::complex<double>>::value)
+    return "complex128";
+  else if constexpr (std::is_same<T, Eigen::bfloat16>::value)
+    return "bfloat16";
+  else
+    return "float16";
+}
+
 /// The device of the call being made (its first array's): every other array must live there.
 struct device_of_call {
   int type = nb::device::cpu::value, id = 0;
@@ -91,9 +108,9 @@ struct device_scope {
   explicit device_scope(int device) : previous(pyext::current_device()) {
     if (device != previous) pyext::set_device(device);
   }
-  ~device_scope() {
-    if (pyext::current_device() != previous) pyext::set_device(previous);
-  }
+  // Restoring may create a context on `previous` (CUDA 12 makes one on cudaSetDevice); errors are
+  // ignored here (a destructor), the call's own errors have been raised already.
+  ~device_scope() { pyext::restore_device(previous); }
 #endif
 };
 
@@ -239,7 +256,8 @@ template <class T, class A>
 T* per_sequence(const std::optional<A>& a, index_t count, const std::string& name) {
   if (!a) return nullptr;
   require_on_call_device(*a, name);
-  if (a->dtype() != dlpack_dtype<T>()) parascan::detail::fail(name + ".dtype", "the output's dtype");
+  if (a->dtype() != dlpack_dtype<T>())
+    parascan::detail::fail(name + ".dtype", std::string("the scan state's dtype, ") + dtype_name<T>());
   if (index_t(a->size()) != count)
     parascan::detail::fail(name,
                            std::to_string(count) + " values (one per sequence), got " + std::to_string(a->size()));
@@ -273,7 +291,6 @@ void dispatch_real(const in_array& a, const std::string& name, F&& f) {
     default: parascan::detail::fail(name + ".dtype", "float32 or float64");
   }
 }
-
 
 template <class T, class A>
 void require_dtype(const A& a, const std::string& name) {
@@ -332,8 +349,10 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
       o.initial = per_sequence<Acc>(initial, count, "initial");
       o.grad_final = per_sequence<Acc>(grad_final, count, "grad_final");
       o.grad_initial = per_sequence<Acc>(grad_initial, count, "grad_initial");
-      pyext::linear_recurrence_backward(exec, a, view_of<const T>(x, plan), view_of<const T>(grad_x, plan),
-                                        view_of<T>(grad_gates, plan), view_of<T>(grad_tokens, plan), o);
+      named({"gates", "grad_x", "x"}, [&] {  // the adjoint scan's inputs: gates, grad_x, x one step behind
+        pyext::linear_recurrence_backward(exec, a, view_of<const T>(x, plan), view_of<const T>(grad_x, plan),
+                                          view_of<T>(grad_gates, plan), view_of<T>(grad_tokens, plan), o);
+      });
     });
   });
 }
@@ -424,9 +443,12 @@ void log_linear_recurrence_backward(const in_array& log_a, const in_array& log_b
       o.initial = per_sequence<T>(initial, count, "initial");
       o.grad_final = per_sequence<T>(grad_final, count, "grad_final");
       o.grad_initial = per_sequence<T>(grad_initial, count, "grad_initial");
-      pyext::log_linear_recurrence_backward(exec, la, view_of<const T>(log_b, plan), view_of<const T>(log_x, plan),
-                                            view_of<const T>(grad_log_x, plan), view_of<T>(grad_log_a, plan),
-                                            view_of<T>(grad_log_b, plan), o);
+      // The adjoint scan's inputs: log a, log x, log x one step behind, log b, grad_log_x.
+      named({"log_gates", "log_x", "log_x", "log_tokens", "grad_log_x"}, [&] {
+        pyext::log_linear_recurrence_backward(exec, la, view_of<const T>(log_b, plan), view_of<const T>(log_x, plan),
+                                              view_of<const T>(grad_log_x, plan), view_of<T>(grad_log_a, plan),
+                                              view_of<T>(grad_log_b, plan), o);
+      });
     });
   });
 }

@@ -77,8 +77,8 @@ template <class T>
 __device__ __forceinline__ int row_piece(const shifted_cursor<T>& c) {
   constexpr unsigned all = 0xffffffffu;
   const int piece = row_piece(cursor<const T>{c.base, c.stride});
-  const bool same = __all_sync(all, c.lo == __shfl_sync(all, c.lo, 0) && c.hi == __shfl_sync(all, c.hi, 0));
-  return same ? piece : 0;
+  const index_t lo0 = __shfl_sync(all, c.lo, 0), hi0 = __shfl_sync(all, c.hi, 0);  // every lane shuffles
+  return __all_sync(all, c.lo == lo0 && c.hi == hi0) ? piece : 0;
 }
 
 /// Issues the copies of ROWS whole rows in P-byte pieces, lane-consecutive; `lane0`: lane 0's element 0.
@@ -192,8 +192,7 @@ __device__ __forceinline__ void store_step(const output_cursors<H, R...>& out, i
 
 /// One step of a lane: folds the step's elements `v` into `carry` and writes what the step emits.
 template <bool WRITE, bool EXCLUSIVE, class Op, class Raw, class Outs>
-__device__ __forceinline__ void scan_step(const Op& op, const Raw& v, const Outs& out, index_t t,
-                                          state_t<Op>& carry) {
+__device__ __forceinline__ void scan_step(const Op& op, const Raw& v, const Outs& out, index_t t, state_t<Op>& carry) {
   const state_t<Op> x = lift_item(op, v, 0);
   if constexpr (WRITE) {
     typename output_items_for<1, Outs>::type values;
@@ -210,17 +209,17 @@ __device__ __forceinline__ void scan_step(const Op& op, const Raw& v, const Outs
 /// them, writing emit() of each step to `out` when WRITE. All 32 lanes loop to `loop_end` (the longest
 /// lane's p1). `staging`: this warp's channel_staging (null: each lane loads its own elements).
 template <int STAGES, bool WRITE, class Op, class... T, class Outs>
-__device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const cursor_pack<T...>& in,
-                                     const Outs& out, index_t n, index_t p0, index_t p1, index_t loop_end,
-                                     bool reverse, bool exclusive, state_t<Op> carry) {
+__device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const cursor_pack<T...>& in, const Outs& out,
+                                     index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse, bool exclusive,
+                                     state_t<Op> carry) {
   using plan = channel_staging<STAGES, Op, input_pack<T...>>;
   constexpr int ROWS = plan::rows;
   using raw_t = item_values<1, T...>;
   const auto each_step = [&](auto exclusive_tag, auto&& step_at) {
     constexpr bool X = decltype(exclusive_tag)::value;
-    for (index_t base = p0; base < loop_end; base += ROWS) step_at(base, [&](const raw_t& v, index_t p) {
-        scan_step<WRITE, X>(op, v, out, time_index(p, n, reverse), carry);
-      });
+    for (index_t base = p0; base < loop_end; base += ROWS)
+      step_at(base,
+              [&](const raw_t& v, index_t p) { scan_step<WRITE, X>(op, v, out, time_index(p, n, reverse), carry); });
   };
 
   if (staging == nullptr) {
@@ -242,9 +241,12 @@ __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const
 
   row_pieces<T...> pieces;
   find_row_pieces<0>(in, pieces);
+  // Whole rows need one length in every lane: lane 0's addresses stand for all lanes' (reverse times
+  // depend on n).
+  const bool one_length = __all_sync(0xffffffffu, n == __shfl_sync(0xffffffffu, n, 0));
   const auto stage = [&](int s) { return staging + s * plan::stage_bytes; };
   const auto block_at = [&](index_t first) {
-    const bool whole = __all_sync(0xffffffffu, first + ROWS <= p1);  // first >= p0 always
+    const bool whole = one_length && __all_sync(0xffffffffu, first + ROWS <= p1);  // first >= p0 always
     return row_block{n, first, p0, p1, reverse, whole};
   };
 #pragma unroll

@@ -32,13 +32,12 @@
 
 #include <cmath>
 #include <limits>
-#include <vector>
-
 #include <parascan/config.hpp>
 #include <parascan/host.hpp>  // the engine's entry points and backward checks
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
 #include <parascan/options.hpp>
+#include <vector>
 
 #include "accumulator.hpp"
 #include "linear_recurrence.hpp"
@@ -139,8 +138,8 @@ struct log_linear_recurrence_adjoint {
   PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
   /// (dL/d(log b[t]), dL/d(log a[t])), for parascan::outputs(grad_log_b, grad_log_a).
   template <class LA, class Y, class YP, class LB, class G>
-  PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const Y& y, const YP& y_prev,
-                                    const LB& log_b, const G& dy) const {
+  PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const Y& y, const YP& y_prev, const LB& log_b,
+                                    const G& dy) const {
     const S yt = to_accumulator<S>(y);
     if (yt == -limits<S>::infinity()) return values(S(0), S(0));
     const S h = to_accumulator<S>(dy) + s.b;
@@ -203,7 +202,8 @@ void log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const s
 /// the shares r[t] in [0, 1]: stable at any range of x. Steps whose output is -inf (x = 0) get 0.
 /// All views share one shape (any layout); outputs apart from every input (grad_log_b may be log_b itself).
 template <class Policy = use_default_policy, class Exec, class LA, class LB, class Y, class G, class DA, class DB,
-          class Acc = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<Y>>>
+          class Acc = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<LB>,
+                                                std::remove_const_t<Y>, std::remove_const_t<G>>>
 void log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a, const sequences<LB>& log_b,
                                     const sequences<Y>& log_x, const sequences<G>& grad_log_x,
                                     const sequences<DA>& grad_log_a, const sequences<DB>& grad_log_b,
