@@ -221,9 +221,7 @@ def _affine_backward(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, ini
                      dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_W = torch.empty_like(W, memory_format=torch.contiguous_format)
     grad_b = torch.empty_like(x, memory_format=torch.contiguous_format)
-    shape = list(x.shape)
-    del shape[dim]
-    grad_initial = x.new_empty(shape)
+    grad_initial = x.new_empty(_batch(x, dim))
     _parascan.affine_recurrence_backward(_host(W), _host(x), _host(grad_x.contiguous()), grad_W, grad_b, dim,
                                          _host(initial), None, grad_initial, reverse, 0)
     return grad_W, grad_b, grad_initial
@@ -231,10 +229,8 @@ def _affine_backward(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, ini
 
 @_affine_backward.register_fake
 def _(W, x, grad_x, initial, dim, reverse):
-    shape = list(x.shape)
-    del shape[dim]
     return (torch.empty_like(W, memory_format=torch.contiguous_format),
-            torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(shape))
+            torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(_batch(x, dim)))
 
 
 def _affine_setup(ctx, inputs, output):
@@ -263,9 +259,7 @@ def affine_recurrence(W: torch.Tensor, b: torch.Tensor, dim: int = -1, initial: 
         raise ValueError("parascan: dim: an axis of b other than its last (%d axes), got %d" % (max(outer, 0), dim))
     dim %= outer
     if initial is not None:
-        shape = list(b.shape)
-        del shape[dim]
-        initial = initial.to(dtype=b.dtype).expand(shape).contiguous()
+        initial = initial.to(dtype=b.dtype).expand(_batch(b, dim)).contiguous()
     return _affine(W, b, initial, dim, reverse)
 
 

@@ -19,8 +19,5 @@ void restore_device(int device) noexcept {
 
 }  // namespace pyext
 
-#define PYEXT_INSTANTIATE_LINEAR(T)                                                                \
-  template void pyext::linear_recurrence<pyext::gpu, T>(                                           \
-      const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&, \
-      const parascan::sequences<T>&, const parascan::options<pyext::acc_t<T>>&);
+#define PYEXT_INSTANTIATE_LINEAR(T) PYEXT_LINEAR_FORWARD(, T)
 PYEXT_GPU_LINEAR_TYPES(PYEXT_INSTANTIATE_LINEAR)

@@ -21,34 +21,39 @@ void restore_device(int device) noexcept;
 // Real types of the one-input scans, logcumsumexp's backward and the log-space recurrence.
 #define PYEXT_GPU_REAL_TYPES(X) X(float) X(double)
 
-#define PYEXT_DECLARE_LINEAR(T)                                                                          \
-  extern template void pyext::linear_recurrence<pyext::gpu, T>(                                          \
-      const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,       \
-      const parascan::sequences<T>&, const parascan::options<pyext::acc_t<T>>&);                         \
-  extern template void pyext::linear_recurrence_backward<pyext::gpu, T>(                                 \
+// The GPU entries' explicit instantiations: with PREFIX `extern` their declarations (here, for
+// parascan_ext.cpp), with an empty PREFIX their definitions (in the .cu files, one list each).
+#define PYEXT_LINEAR_FORWARD(PREFIX, T)                                                            \
+  PREFIX template void pyext::linear_recurrence<pyext::gpu, T>(                                    \
+      const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&, \
+      const parascan::sequences<T>&, const parascan::options<pyext::acc_t<T>>&);
+#define PYEXT_LINEAR_BACKWARD(PREFIX, T)                                                                 \
+  PREFIX template void pyext::linear_recurrence_backward<pyext::gpu, T>(                                 \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,       \
       const parascan::sequences<const T>&, const parascan::sequences<T>&, const parascan::sequences<T>&, \
       const parascan::backward_options<pyext::acc_t<T>>&);
-#define PYEXT_DECLARE_SCAN(K, T)                                                             \
-  extern template void pyext::scan<pyext::scan_kind::K, pyext::gpu, T>(                      \
+#define PYEXT_SCAN(PREFIX, K, T)                                                             \
+  PREFIX template void pyext::scan<pyext::scan_kind::K, pyext::gpu, T>(                      \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<T>&, \
       const parascan::options<T>&);
-#define PYEXT_DECLARE_REAL(T)                                                                                    \
-  PYEXT_DECLARE_SCAN(cumsum, T)                                                                                  \
-  PYEXT_DECLARE_SCAN(cumprod, T)                                                                                 \
-  PYEXT_DECLARE_SCAN(cummax, T)                                                                                  \
-  PYEXT_DECLARE_SCAN(cummin, T)                                                                                  \
-  PYEXT_DECLARE_SCAN(logcumsumexp, T)                                                                            \
-  extern template void pyext::logcumsumexp_backward<pyext::gpu, T>(                                              \
+#define PYEXT_REAL(PREFIX, T)                                                                                    \
+  PYEXT_SCAN(PREFIX, cumsum, T)                                                                                  \
+  PYEXT_SCAN(PREFIX, cumprod, T)                                                                                 \
+  PYEXT_SCAN(PREFIX, cummax, T)                                                                                  \
+  PYEXT_SCAN(PREFIX, cummin, T)                                                                                  \
+  PYEXT_SCAN(PREFIX, logcumsumexp, T)                                                                            \
+  PREFIX template void pyext::logcumsumexp_backward<pyext::gpu, T>(                                              \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
       const parascan::sequences<const T>&, const parascan::sequences<T>&, const parascan::backward_options<T>&); \
-  extern template void pyext::log_linear_recurrence<pyext::gpu, T>(                                              \
+  PREFIX template void pyext::log_linear_recurrence<pyext::gpu, T>(                                              \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
       const parascan::sequences<T>&, const parascan::options<T>&);                                               \
-  extern template void pyext::log_linear_recurrence_backward<pyext::gpu, T>(                                     \
+  PREFIX template void pyext::log_linear_recurrence_backward<pyext::gpu, T>(                                     \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
       const parascan::sequences<const T>&, const parascan::sequences<const T>&, const parascan::sequences<T>&,   \
       const parascan::sequences<T>&, const parascan::backward_options<T>&);
 
+#define PYEXT_DECLARE_LINEAR(T) PYEXT_LINEAR_FORWARD(extern, T) PYEXT_LINEAR_BACKWARD(extern, T)
+#define PYEXT_DECLARE_REAL(T) PYEXT_REAL(extern, T)
 PYEXT_GPU_LINEAR_TYPES(PYEXT_DECLARE_LINEAR)
 PYEXT_GPU_REAL_TYPES(PYEXT_DECLARE_REAL)

@@ -305,6 +305,19 @@ parascan::options<T> scan_options(bool reverse, bool exclusive, T* initial, T* f
   return o;
 }
 
+/// A recurrence's backward options from the per-sequence arrays of `count` values of T (each optional).
+template <class T>
+parascan::backward_options<T> backward_options_of(bool reverse, const std::optional<in_array>& initial,
+                                                  const std::optional<in_array>& grad_final,
+                                                  const std::optional<out_array>& grad_initial, index_t count) {
+  parascan::backward_options<T> o;
+  o.reverse = reverse;
+  o.initial = per_sequence<T>(initial, count, "initial");
+  o.grad_final = per_sequence<T>(grad_final, count, "grad_final");
+  o.grad_initial = per_sequence<T>(grad_initial, count, "grad_initial");
+  return o;
+}
+
 void linear_recurrence(const in_array& gates, const in_array& tokens, const out_array& out, int dim,
                        const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
                        bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads,
@@ -343,12 +356,7 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
                                           shape_of(grad_gates, "grad_gates"), shape_of(grad_tokens, "grad_tokens")},
                                          cu_seqlens);
       const auto a = view_of<const T>(gates, plan);
-      const index_t count = a.count();
-      parascan::backward_options<Acc> o;
-      o.reverse = reverse;
-      o.initial = per_sequence<Acc>(initial, count, "initial");
-      o.grad_final = per_sequence<Acc>(grad_final, count, "grad_final");
-      o.grad_initial = per_sequence<Acc>(grad_initial, count, "grad_initial");
+      const auto o = backward_options_of<Acc>(reverse, initial, grad_final, grad_initial, a.count());
       named({"gates", "grad_x", "x"}, [&] {  // the adjoint scan's inputs: gates, grad_x, x one step behind
         pyext::linear_recurrence_backward(exec, a, view_of<const T>(x, plan), view_of<const T>(grad_x, plan),
                                           view_of<T>(grad_gates, plan), view_of<T>(grad_tokens, plan), o);
@@ -437,12 +445,7 @@ void log_linear_recurrence_backward(const in_array& log_a, const in_array& log_b
                       shape_of(grad_log_b, "grad_log_tokens")},
                      cu_seqlens);
       const auto la = view_of<const T>(log_a, plan);
-      const index_t count = la.count();
-      parascan::backward_options<T> o;
-      o.reverse = reverse;
-      o.initial = per_sequence<T>(initial, count, "initial");
-      o.grad_final = per_sequence<T>(grad_final, count, "grad_final");
-      o.grad_initial = per_sequence<T>(grad_initial, count, "grad_initial");
+      const auto o = backward_options_of<T>(reverse, initial, grad_final, grad_initial, la.count());
       // The adjoint scan's inputs: log a, log x, log x one step behind, log b, grad_log_x.
       named({"log_gates", "log_x", "log_x", "log_tokens", "grad_log_x"}, [&] {
         pyext::log_linear_recurrence_backward(exec, la, view_of<const T>(log_b, plan), view_of<const T>(log_x, plan),
