@@ -9,10 +9,12 @@
   two inputs into one output buffer), next to parascan_bench_host's row for the same shape.
 - On CUDA (PyTorch with a GPU, the extension built with the CUDA backend): the per-call cost of a
   (4, 64) linear recurrence on CUDA tensors (host time a call, enqueue only), and the fp32 linear
-  recurrence over (8, 1536, T), T = 4096 and 65536, timed with CUDA events (median of --repeats), from
-  Python against parascan_bench_cuda's row for the same shape (pass its path with --cuda-bench), and the
-  forward + backward through parascan.torch.scan against accelerated-scan's kernels in the same process
-  (when the package is installed).
+  recurrence over (8, 1536, T), T = 4096 and 65536, timed with CUDA events (median of --repeats; each
+  time spans 10 calls back to back, as a training step issues them, so that a call's host time overlaps
+  the previous call's kernels), from Python against parascan_bench_cuda's row for the same shape (pass its
+  path with --cuda-bench) and against torch's copy of the same bytes in the same run, and the forward +
+  backward through parascan.torch.scan against accelerated-scan's kernels in the same process (when the
+  package is installed).
 
     python3 bench/python_bench.py [--host-bench build/default/bench/parascan_bench_host]
                                   [--cuda-bench build/dev/bench/parascan_bench_cuda] [--json out.json]
@@ -79,16 +81,17 @@ def cuda_figures(args, records):
         return
     import parascan.torch as pt
 
-    def event_ms(fn):
+    def event_ms(fn, calls=10):
         fn()
         times = []
         for _ in range(args.repeats):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            for _ in range(calls):
+                fn()
             end.record()
             end.synchronize()
-            times.append(start.elapsed_time(end))
+            times.append(start.elapsed_time(end) / calls)
         return float(np.median(times))
 
     dev = torch.device("cuda")
@@ -113,11 +116,15 @@ def cuda_figures(args, records):
         tokens = torch.randn((8, 1536, T), device=dev, generator=g)
         out = torch.empty_like(tokens)
         nbytes = 12 * gates.numel()
+        both = torch.empty((2,) + tuple(tokens.shape), device=dev)
+        copy_ms = event_ms(lambda: (both[0].copy_(gates), both[1].copy_(tokens)))  # 8 bytes read, 8 written a step
+        copy_gbs = 16 * gates.numel() / copy_ms / 1e6
         py = event_ms(lambda: parascan.linear_recurrence(gates, tokens, out=out))
         cpp = cuda_bench_ms(args.cuda_bench, T)
         row = {"case": "linear_recurrence (8,1536,%d) fp32 cuda" % T, "python_ms": py,
-               "python_gbs": nbytes / py / 1e6, "cpp_ms": cpp}
-        line = "  (8, 1536, %d) forward: Python %.4f ms (%.0f GB/s)" % (T, py, nbytes / py / 1e6)
+               "python_gbs": nbytes / py / 1e6, "torch_copy_gbs": copy_gbs, "cpp_ms": cpp}
+        line = "  (8, 1536, %d) forward: Python %.4f ms (%.0f GB/s, %.1f%% of torch's copy at %.0f GB/s)" % (
+            T, py, nbytes / py / 1e6, 100 * nbytes / py / 1e6 / copy_gbs, copy_gbs)
         if cpp:
             line += ", C++ bench %.4f ms (Python / C++ = %.3f)" % (cpp, py / cpp)
         ga, gt = gates.clone().requires_grad_(), tokens.clone().requires_grad_()

@@ -72,6 +72,17 @@ def _empty_like(x, shape=None, dtype=None):
     return np.empty(shape, dtype=dtype)  # JAX (host) results are written here, then handed to JAX
 
 
+def _torch_current_stream(device):
+    """PyTorch's current stream on a CUDA device, as an integer. The raw query (what Triton's launcher calls)
+    builds no torch.cuda.Stream object, which costs microseconds on every call; PyTorch's public call where a
+    build lacks it."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device.index if device.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 def _stream(x, stream):
     """The CUDA stream a call on x runs on, as an integer: ``stream`` (a torch.cuda.Stream or anything with
     ``cuda_stream``, a CuPy stream or anything with ``ptr``, or an int; it must belong to x's device), else
@@ -85,8 +96,7 @@ def _stream(x, stream):
         return int(stream)
     framework = _framework(x)
     if framework == "torch" and x.is_cuda:
-        import torch
-        return torch.cuda.current_stream(x.device).cuda_stream
+        return _torch_current_stream(x.device)
     if framework == "cupy":
         import cupy
         with cupy.cuda.Device(x.device.id):

@@ -1,6 +1,8 @@
 """PyTorch integration: parascan's linear and affine recurrences, logcumsumexp and matrix chains as torch.library
 custom ops with fake (meta) implementations and autograd through their backward passes, so that they work
-under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks; and
+under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks (eager calls on plain
+tensors run the same implementations through a torch.autograd.Function instead: the dispatcher's custom-op
+path costs several times the host time of a whole forward and backward, which short sequences notice); and
 ``scan(gates, tokens)``, a drop-in for accelerated-scan's ``scan`` (same signature, any T, not only
 powers of two).
 
@@ -16,7 +18,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _parascan
+from . import _parascan, _torch_current_stream
 
 __all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "scan"]
 
@@ -28,7 +30,36 @@ def _host(t: Optional[torch.Tensor]):
 
 def _stream(t: torch.Tensor) -> int:
     """PyTorch's current stream on t's device (0 for CPU tensors)."""
-    return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else 0
+    return _torch_current_stream(t.device) if t.is_cuda else 0
+
+
+def _eager_function(forward, setup_context, backward):
+    """An autograd.Function running `forward` and `backward` (the custom op's implementations) directly."""
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            output = forward(*inputs)
+            setup_context(ctx, inputs, output)
+            return output
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable  # the backward passes are not differentiable themselves
+        def backward(ctx, *grads):
+            return backward(ctx, *grads)
+
+    return Function
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _call(op, eager, *args):
+    """The custom op where PyTorch traces (torch.compile, export) or a tensor subclass dispatches (fake,
+    functional, DTensor), so that a graph holds one node; else the eager autograd.Function."""
+    if torch.compiler.is_compiling() or any(type(a) not in _PLAIN for a in args if isinstance(a, torch.Tensor)):
+        return op(*args)
+    return eager.apply(*args)
 
 
 def _accumulator(t: torch.Tensor) -> torch.dtype:
@@ -41,8 +72,7 @@ def _batch(x: torch.Tensor, dim: int):
     return shape
 
 
-@torch.library.custom_op("parascan::linear_recurrence", mutates_args=())
-def _forward(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+def _linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
              reverse: bool) -> torch.Tensor:
     x = torch.empty_like(tokens, memory_format=torch.contiguous_format)
     _parascan.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0,
@@ -50,13 +80,15 @@ def _forward(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.
     return x
 
 
+_forward = torch.library.custom_op("parascan::linear_recurrence", _linear_recurrence, mutates_args=())
+
+
 @_forward.register_fake
 def _(gates, tokens, initial, dim, reverse):
     return torch.empty_like(tokens, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("parascan::linear_recurrence_backward", mutates_args=())
-def _backward_op(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
+def _linear_recurrence_backward(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
                  dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
     grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
@@ -64,6 +96,10 @@ def _backward_op(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, ini
     _parascan.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x.contiguous()), grad_gates, grad_tokens,
                                          dim, _host(initial), None, grad_initial, reverse, None, 0, _stream(gates))
     return grad_gates, grad_tokens, grad_initial
+
+
+_backward_op = torch.library.custom_op("parascan::linear_recurrence_backward", _linear_recurrence_backward,
+                                       mutates_args=())
 
 
 @_backward_op.register_fake
@@ -79,13 +115,16 @@ def _setup_context(ctx, inputs, output):
     ctx.dim, ctx.reverse = dim, reverse
 
 
-def _backward(ctx, grad_x):
-    gates, x, initial = ctx.saved_tensors
-    grad_gates, grad_tokens, grad_initial = _backward_op(gates, x, grad_x, initial, ctx.dim, ctx.reverse)
-    return grad_gates, grad_tokens, (grad_initial if initial is not None else None), None, None
+def _gradient(backward):
+    def grad(ctx, grad_x):
+        gates, x, initial = ctx.saved_tensors
+        grad_gates, grad_tokens, grad_initial = backward(gates, x, grad_x, initial, ctx.dim, ctx.reverse)
+        return grad_gates, grad_tokens, (grad_initial if initial is not None else None), None, None
+    return grad
 
 
-_forward.register_autograd(_backward, setup_context=_setup_context)
+_forward.register_autograd(_gradient(_backward_op), setup_context=_setup_context)
+_LinearRecurrence = _eager_function(_linear_recurrence, _setup_context, _gradient(_linear_recurrence_backward))
 
 
 def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
@@ -97,14 +136,16 @@ def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
     dim %= gates.dim()
     if initial is not None:
         initial = initial.to(dtype=_accumulator(tokens)).expand(_batch(tokens, dim)).contiguous()
-    return _forward(gates, tokens, initial, dim, reverse)
+    return _call(_forward, _LinearRecurrence, gates, tokens, initial, dim, reverse)
 
 
-@torch.library.custom_op("parascan::logcumsumexp", mutates_args=())
-def _logcumsumexp(x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
+def _logcumsumexp_impl(x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
     _parascan.logcumsumexp(_host(x), y, dim, None, None, reverse, False, None, 0, _stream(x))
     return y
+
+
+_logcumsumexp = torch.library.custom_op("parascan::logcumsumexp", _logcumsumexp_impl, mutates_args=())
 
 
 @_logcumsumexp.register_fake
@@ -112,13 +153,16 @@ def _(x, dim, reverse):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("parascan::logcumsumexp_backward", mutates_args=())
-def _logcumsumexp_backward(x: torch.Tensor, y: torch.Tensor, grad_y: torch.Tensor, dim: int,
+def _logcumsumexp_backward_impl(x: torch.Tensor, y: torch.Tensor, grad_y: torch.Tensor, dim: int,
                            reverse: bool) -> torch.Tensor:
     grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
     _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y.contiguous()), grad_x, dim, reverse, False, None,
                                     0, _stream(x))
     return grad_x
+
+
+_logcumsumexp_backward = torch.library.custom_op("parascan::logcumsumexp_backward", _logcumsumexp_backward_impl,
+                                                 mutates_args=())
 
 
 @_logcumsumexp_backward.register_fake
@@ -132,12 +176,16 @@ def _logcumsumexp_setup(ctx, inputs, output):
     ctx.dim, ctx.reverse = dim, reverse
 
 
-def _logcumsumexp_grad(ctx, grad_y):
-    x, y = ctx.saved_tensors
-    return _logcumsumexp_backward(x, y, grad_y, ctx.dim, ctx.reverse), None, None
+def _logcumsumexp_gradient(backward):
+    def grad(ctx, grad_y):
+        x, y = ctx.saved_tensors
+        return backward(x, y, grad_y, ctx.dim, ctx.reverse), None, None
+    return grad
 
 
-_logcumsumexp.register_autograd(_logcumsumexp_grad, setup_context=_logcumsumexp_setup)
+_logcumsumexp.register_autograd(_logcumsumexp_gradient(_logcumsumexp_backward), setup_context=_logcumsumexp_setup)
+_LogCumSumExp = _eager_function(_logcumsumexp_impl, _logcumsumexp_setup,
+                                _logcumsumexp_gradient(_logcumsumexp_backward_impl))
 
 
 def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch.Tensor:
@@ -145,14 +193,16 @@ def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch
     get a zero gradient. float32, float64."""
     if not -x.dim() <= dim < x.dim():
         raise ValueError("parascan: dim: an axis of x (%d axes), got %d" % (x.dim(), dim))
-    return _logcumsumexp(x, dim % x.dim(), reverse)
+    return _call(_logcumsumexp, _LogCumSumExp, x, dim % x.dim(), reverse)
 
 
-@torch.library.custom_op("parascan::matrix_chain", mutates_args=())
-def _matrix_chain(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
+def _matrix_chain_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
     products = torch.empty_like(matrices, memory_format=torch.contiguous_format)
     _parascan.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0)
     return products
+
+
+_matrix_chain = torch.library.custom_op("parascan::matrix_chain", _matrix_chain_impl, mutates_args=())
 
 
 @_matrix_chain.register_fake
@@ -160,13 +210,16 @@ def _(matrices, dim, reverse, right_to_left):
     return torch.empty_like(matrices, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("parascan::matrix_chain_backward", mutates_args=())
-def _matrix_chain_backward(matrices: torch.Tensor, products: torch.Tensor, grad_products: torch.Tensor, dim: int,
+def _matrix_chain_backward_impl(matrices: torch.Tensor, products: torch.Tensor, grad_products: torch.Tensor, dim: int,
                            reverse: bool, right_to_left: bool) -> torch.Tensor:
     grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
     _parascan.matrix_chain_backward(_host(matrices), _host(products), _host(grad_products.contiguous()), grad, dim,
                                     None, None, None, reverse, right_to_left, 0)
     return grad
+
+
+_matrix_chain_backward = torch.library.custom_op("parascan::matrix_chain_backward", _matrix_chain_backward_impl,
+                                                 mutates_args=())
 
 
 @_matrix_chain_backward.register_fake
@@ -180,13 +233,16 @@ def _matrix_chain_setup(ctx, inputs, output):
     ctx.dim, ctx.reverse, ctx.right_to_left = dim, reverse, right_to_left
 
 
-def _matrix_chain_grad(ctx, grad_products):
-    matrices, products = ctx.saved_tensors
-    grad = _matrix_chain_backward(matrices, products, grad_products, ctx.dim, ctx.reverse, ctx.right_to_left)
-    return grad, None, None, None
+def _matrix_chain_gradient(backward):
+    def grad(ctx, grad_products):
+        matrices, products = ctx.saved_tensors
+        return backward(matrices, products, grad_products, ctx.dim, ctx.reverse, ctx.right_to_left), None, None, None
+    return grad
 
 
-_matrix_chain.register_autograd(_matrix_chain_grad, setup_context=_matrix_chain_setup)
+_matrix_chain.register_autograd(_matrix_chain_gradient(_matrix_chain_backward), setup_context=_matrix_chain_setup)
+_MatrixChain = _eager_function(_matrix_chain_impl, _matrix_chain_setup,
+                               _matrix_chain_gradient(_matrix_chain_backward_impl))
 
 
 def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
@@ -200,15 +256,17 @@ def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
                          % (max(outer, 0), dim))
     if order not in ("left_to_right", "right_to_left"):
         raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
-    return _matrix_chain(matrices, dim % outer, reverse, order == "right_to_left")
+    return _call(_matrix_chain, _MatrixChain, matrices, dim % outer, reverse, order == "right_to_left")
 
 
-@torch.library.custom_op("parascan::affine_recurrence", mutates_args=())
-def _affine(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+def _affine_impl(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
             reverse: bool) -> torch.Tensor:
     x = torch.empty_like(b, memory_format=torch.contiguous_format)
     _parascan.affine_recurrence(_host(W), _host(b), x, dim, _host(initial), None, reverse, False, 0)
     return x
+
+
+_affine = torch.library.custom_op("parascan::affine_recurrence", _affine_impl, mutates_args=())
 
 
 @_affine.register_fake
@@ -216,8 +274,7 @@ def _(W, b, initial, dim, reverse):
     return torch.empty_like(b, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("parascan::affine_recurrence_backward", mutates_args=())
-def _affine_backward(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
+def _affine_backward_impl(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
                      dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_W = torch.empty_like(W, memory_format=torch.contiguous_format)
     grad_b = torch.empty_like(x, memory_format=torch.contiguous_format)
@@ -225,6 +282,10 @@ def _affine_backward(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, ini
     _parascan.affine_recurrence_backward(_host(W), _host(x), _host(grad_x.contiguous()), grad_W, grad_b, dim,
                                          _host(initial), None, grad_initial, reverse, 0)
     return grad_W, grad_b, grad_initial
+
+
+_affine_backward = torch.library.custom_op("parascan::affine_recurrence_backward", _affine_backward_impl,
+                                           mutates_args=())
 
 
 @_affine_backward.register_fake
@@ -239,13 +300,16 @@ def _affine_setup(ctx, inputs, output):
     ctx.dim, ctx.reverse = dim, reverse
 
 
-def _affine_grad(ctx, grad_x):
-    W, x, initial = ctx.saved_tensors
-    grad_W, grad_b, grad_initial = _affine_backward(W, x, grad_x, initial, ctx.dim, ctx.reverse)
-    return grad_W, grad_b, (grad_initial if initial is not None else None), None, None
+def _affine_gradient(backward):
+    def grad(ctx, grad_x):
+        W, x, initial = ctx.saved_tensors
+        grad_W, grad_b, grad_initial = backward(W, x, grad_x, initial, ctx.dim, ctx.reverse)
+        return grad_W, grad_b, (grad_initial if initial is not None else None), None, None
+    return grad
 
 
-_affine.register_autograd(_affine_grad, setup_context=_affine_setup)
+_affine.register_autograd(_affine_gradient(_affine_backward), setup_context=_affine_setup)
+_AffineRecurrence = _eager_function(_affine_impl, _affine_setup, _affine_gradient(_affine_backward_impl))
 
 
 def affine_recurrence(W: torch.Tensor, b: torch.Tensor, dim: int = -1, initial: Optional[torch.Tensor] = None,
@@ -260,7 +324,7 @@ def affine_recurrence(W: torch.Tensor, b: torch.Tensor, dim: int = -1, initial: 
     dim %= outer
     if initial is not None:
         initial = initial.to(dtype=b.dtype).expand(_batch(b, dim)).contiguous()
-    return _affine(W, b, initial, dim, reverse)
+    return _call(_affine, _AffineRecurrence, W, b, initial, dim, reverse)
 
 
 def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -269,4 +333,4 @@ def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     if gates.dim() != 3 or tokens.shape != gates.shape:
         raise ValueError("parascan: scan: gates and tokens of one shape (B, C, T), got %s and %s"
                          % (tuple(gates.shape), tuple(tokens.shape)))
-    return _forward(gates, tokens, None, 2, False)
+    return _call(_forward, _LinearRecurrence, gates, tokens, None, 2, False)
