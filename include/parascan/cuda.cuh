@@ -42,7 +42,7 @@ inline void require_backend_memory(const cuda&, const void* p, const std::string
 /// view are copied into `storage` (which waits for the stream, as prefix_scan does for them).
 template <class T>
 sequences<T> host_readable(const cuda& exec, sequences<T> v, std::vector<index_t>& storage) {
-  if (!v.packed() || v.extent[0] < 0 || !detail::is_device_pointer(v.offsets)) return v;
+  if (!v.packed() || v.extent[0] < 0 || !detail::offsets_on_device(v.offsets, "offsets")) return v;
   storage.resize(std::size_t(v.extent[0]) + 1);
   detail::cuda_check(
       cudaMemcpyAsync(storage.data(), v.offsets, storage.size() * sizeof(index_t), cudaMemcpyDeviceToHost, exec.stream),

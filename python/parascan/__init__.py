@@ -276,19 +276,25 @@ cummin = _scan("cummin", "Running minimum.")
 logcumsumexp = _scan("logcumsumexp", "log(cumsum(exp(x))), stable (no overflow; -inf inputs add nothing).")
 
 
-def logcumsumexp_backward(x, y, grad_y, dim=-1, reverse=False, exclusive=False, cu_seqlens=None, threads=0,
-                          stream=None):
-    """dL/dx of y = logcumsumexp(x, dim, reverse=..., exclusive=...) from x, y and grad_y = dL/dy (one
-    reverse scan; -inf inputs get 0). float32, float64."""
+def logcumsumexp_backward(x, y, grad_y, dim=-1, initial=None, reverse=False, exclusive=False, grad_final=None,
+                          return_grad_initial=False, cu_seqlens=None, threads=0, stream=None):
+    """dL/dx of y = logcumsumexp(x, dim, initial=..., reverse=..., exclusive=...) from x, y and grad_y = dL/dy
+    (one reverse scan; -inf inputs get 0), and dL/dinitial too with ``return_grad_initial``;
+    ``grad_final``: dL/d(final log-value), one value per sequence. The end gradients need an inclusive
+    forward (an exclusive one's final value is not among its outputs). float32, float64."""
     x, y, grad_y = _as_array(x), _as_array(y), _as_array(grad_y)
     grad_x = _empty_like(x)
-    _parascan.logcumsumexp_backward(x, y, grad_y, grad_x, dim, reverse, exclusive, _offsets(cu_seqlens), threads,
-                                    _stream(x, stream))
-    return grad_x
+    offsets = _offsets(cu_seqlens)
+    batch = _batch_shape(x, dim, offsets)
+    grad_initial = _empty_like(x, batch) if return_grad_initial else None
+    _parascan.logcumsumexp_backward(x, y, grad_y, grad_x, dim, _per_sequence(initial, x, batch, "initial"),
+                                    _per_sequence(grad_final, x, batch, "grad_final"), grad_initial, reverse,
+                                    exclusive, offsets, threads, _stream(x, stream))
+    return (grad_x, grad_initial) if return_grad_initial else grad_x
 
 
 def affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, out=None,
-                      threads=0):
+                      threads=0, stream=None):
     """x[t] = W[t] @ x[t-1] + b[t]: W of shape (..., T, ..., N, N), b and x (..., T, ..., N), ``dim`` the
     time axis among the axes before the element's; N = 2, 3, 4, 8 or 16; float32, float64. ``initial``:
     x[-1] per sequence (batch shape + (N,)); options as in linear_recurrence."""
@@ -297,12 +303,12 @@ def affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False
     per_sequence, dim = _element_batch(x, dim, 1)
     final = _empty_like(x, per_sequence) if return_final else None
     _parascan.affine_recurrence(W, b, x, dim, _per_sequence(initial, x, per_sequence, "initial"), final, reverse,
-                                exclusive, threads)
+                                exclusive, threads, _stream(W, stream))
     return (x, final) if return_final else x
 
 
 def affine_recurrence_backward(W, x, grad_x, dim=-1, initial=None, reverse=False, grad_final=None,
-                               return_grad_initial=False, threads=0):
+                               return_grad_initial=False, threads=0, stream=None):
     """Gradients of x = affine_recurrence(W, b, dim, initial, reverse): (dL/dW, dL/db[, dL/dinitial]) from W,
     the forward's outputs x and grad_x = dL/dx; dL/dW[t] = g[t] x[t-1]^T. One fused reverse scan."""
     W, x, grad_x = _as_array(W), _as_array(x), _as_array(grad_x)
@@ -312,7 +318,7 @@ def affine_recurrence_backward(W, x, grad_x, dim=-1, initial=None, reverse=False
     _parascan.affine_recurrence_backward(W, x, grad_x, grad_W, grad_b, dim,
                                          _per_sequence(initial, x, per_sequence, "initial"),
                                          _per_sequence(grad_final, x, per_sequence, "grad_final"), grad_initial,
-                                         reverse, threads)
+                                         reverse, threads, _stream(W, stream))
     return (grad_W, grad_b, grad_initial) if return_grad_initial else (grad_W, grad_b)
 
 
@@ -324,7 +330,7 @@ def _right_to_left(order):
 
 
 def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
-                 return_final=False, out=None, threads=0):
+                 return_final=False, out=None, threads=0, stream=None):
     """Cumulative products P[t] = M[0] @ ... @ M[t] (order 'left_to_right') or M[t] @ ... @ M[0]
     ('right_to_left') of matrices of shape (..., T, ..., N, N); ``initial``: the product before the first
     (per sequence, or one matrix for all)."""
@@ -333,22 +339,24 @@ def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False,
     per_sequence, dim = _element_batch(P, dim, 2)
     final = _empty_like(P, per_sequence) if return_final else None
     _parascan.matrix_chain(matrices, P, None, dim, _per_sequence(initial, P, per_sequence, "initial"), final, reverse,
-                           exclusive, _right_to_left(order), threads)
+                           exclusive, _right_to_left(order), threads, _stream(matrices, stream))
     return (P, final) if return_final else P
 
 
-def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0):
+def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0,
+                         stream=None):
     """The whole product of every sequence of matrices (shape: the batch + (N, N))."""
     matrices = _as_array(matrices)
     per_sequence, dim = _element_batch(matrices, dim, 2)
     result = _empty_like(matrices, per_sequence)
     _parascan.matrix_chain(matrices, None, result, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
-                           None, reverse, False, _right_to_left(order), threads)
+                           None, reverse, False, _right_to_left(order), threads, _stream(matrices, stream))
     return result
 
 
 def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=None, reverse=False,
-                          order="left_to_right", grad_final=None, return_grad_initial=False, threads=0):
+                          order="left_to_right", grad_final=None, return_grad_initial=False, threads=0,
+                          stream=None):
     """dL/dM of P = matrix_chain(M, dim, initial, reverse, order=...) from M, the products P and
     grad_products = dL/dP (and dL/dinitial with ``return_grad_initial``). One reverse scan."""
     matrices, products, grad_products = _as_array(matrices), _as_array(products), _as_array(grad_products)
@@ -358,7 +366,7 @@ def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=Non
     _parascan.matrix_chain_backward(matrices, products, grad_products, grad_matrices, dim,
                                     _per_sequence(initial, matrices, per_sequence, "initial"),
                                     _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
-                                    reverse, _right_to_left(order), threads)
+                                    reverse, _right_to_left(order), threads, _stream(matrices, stream))
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
 
 

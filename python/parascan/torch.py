@@ -156,7 +156,8 @@ def _(x, dim, reverse):
 def _logcumsumexp_backward_impl(x: torch.Tensor, y: torch.Tensor, grad_y: torch.Tensor, dim: int,
                            reverse: bool) -> torch.Tensor:
     grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y.contiguous()), grad_x, dim, reverse, False, None,
+    _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y.contiguous()), grad_x, dim, None, None, None,
+                                    reverse, False, None,
                                     0, _stream(x))
     return grad_x
 
@@ -198,7 +199,8 @@ def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch
 
 def _matrix_chain_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
     products = torch.empty_like(matrices, memory_format=torch.contiguous_format)
-    _parascan.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0)
+    _parascan.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0,
+                           _stream(matrices))
     return products
 
 
@@ -214,7 +216,7 @@ def _matrix_chain_backward_impl(matrices: torch.Tensor, products: torch.Tensor, 
                            reverse: bool, right_to_left: bool) -> torch.Tensor:
     grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
     _parascan.matrix_chain_backward(_host(matrices), _host(products), _host(grad_products.contiguous()), grad, dim,
-                                    None, None, None, reverse, right_to_left, 0)
+                                    None, None, None, reverse, right_to_left, 0, _stream(matrices))
     return grad
 
 
@@ -262,7 +264,7 @@ def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
 def _affine_impl(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
             reverse: bool) -> torch.Tensor:
     x = torch.empty_like(b, memory_format=torch.contiguous_format)
-    _parascan.affine_recurrence(_host(W), _host(b), x, dim, _host(initial), None, reverse, False, 0)
+    _parascan.affine_recurrence(_host(W), _host(b), x, dim, _host(initial), None, reverse, False, 0, _stream(W))
     return x
 
 
@@ -280,7 +282,7 @@ def _affine_backward_impl(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor
     grad_b = torch.empty_like(x, memory_format=torch.contiguous_format)
     grad_initial = x.new_empty(_batch(x, dim))
     _parascan.affine_recurrence_backward(_host(W), _host(x), _host(grad_x.contiguous()), grad_W, grad_b, dim,
-                                         _host(initial), None, grad_initial, reverse, 0)
+                                         _host(initial), None, grad_initial, reverse, 0, _stream(W))
     return grad_W, grad_b, grad_initial
 
 
@@ -316,8 +318,7 @@ def affine_recurrence(W: torch.Tensor, b: torch.Tensor, dim: int = -1, initial: 
                       reverse: bool = False) -> torch.Tensor:
     """x[t] = W[t] @ x[t-1] + b[t] along ``dim`` (counted among the axes before the element's): W of shape
     (..., T, ..., N, N), b (..., T, ..., N), x[-1] = ``initial`` (the batch shape + (N,), default 0);
-    differentiable in W, b and initial. N = 2, 3, 4, 8, 16; float32, float64; CPU tensors (the CUDA
-    backend has no matrices in Python yet)."""
+    differentiable in W, b and initial. N = 2, 3, 4, 8, 16; float32, float64."""
     outer = b.dim() - 1
     if outer < 1 or not -outer <= dim < outer:
         raise ValueError("parascan: dim: an axis of b other than its last (%d axes), got %d" % (max(outer, 0), dim))

@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <parascan/ops/affine_recurrence.hpp>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/ops/log_linear_recurrence.hpp>
 #include <parascan/ops/logsumexp.hpp>
+#include <parascan/ops/matrix_product.hpp>
 #include <parascan/parascan.hpp>
 
 namespace pyext {
@@ -97,6 +99,53 @@ void log_linear_recurrence_backward(const Exec& e, const sequences<const T>& la,
                                     const sequences<T>& dlb, const parascan::backward_options<T>& o) {
   parascan::log_linear_recurrence_backward(backend(e), on_device(e, la), on_device(e, lb), on_device(e, y),
                                            on_device(e, dy), on_device(e, dla), on_device(e, dlb), on_device(e, o));
+}
+
+// ---- Matrices and vectors as the extension lays them out: an N x N matrix row-major and contiguous, an
+// N-vector contiguous, at any address a view may have (unaligned Eigen types); state vectors (initial /
+// final of the affine recurrence) as Eigen's own.
+template <class S, int N>
+using matrix_of = Eigen::Matrix<S, N, N, Eigen::RowMajor | Eigen::DontAlign>;
+template <class S, int N>
+using vector_of = Eigen::Matrix<S, N, 1, Eigen::DontAlign>;
+template <class S, int N>
+using state_vector_of = Eigen::Matrix<S, N, 1>;
+
+template <class Exec, class S, int N>
+void affine_recurrence(const Exec& e, const sequences<const matrix_of<S, N>>& W,
+                       const sequences<const vector_of<S, N>>& b, const sequences<vector_of<S, N>>& x,
+                       const parascan::options<state_vector_of<S, N>>& o) {
+  parascan::affine_recurrence(backend(e), on_device(e, W), on_device(e, b), on_device(e, x), on_device(e, o));
+}
+
+template <class Exec, class S, int N>
+void affine_recurrence_backward(const Exec& e, const sequences<const matrix_of<S, N>>& W,
+                                const sequences<const vector_of<S, N>>& x, const sequences<const vector_of<S, N>>& dx,
+                                const sequences<matrix_of<S, N>>& dW, const sequences<vector_of<S, N>>& db,
+                                const parascan::backward_options<state_vector_of<S, N>>& o) {
+  parascan::affine_recurrence_backward(backend(e), on_device(e, W), on_device(e, x), on_device(e, dx),
+                                       on_device(e, dW), on_device(e, db), on_device(e, o));
+}
+
+template <parascan::chain_order Order, class Exec, class S, int N>
+void matrix_chain(const Exec& e, const sequences<const matrix_of<S, N>>& in, const sequences<matrix_of<S, N>>& out,
+                  const parascan::options<matrix_of<S, N>>& o) {
+  parascan::matrix_chain<Order>(backend(e), on_device(e, in), on_device(e, out), on_device(e, o));
+}
+
+template <parascan::chain_order Order, class Exec, class S, int N>
+void matrix_chain_product(const Exec& e, const sequences<const matrix_of<S, N>>& in, matrix_of<S, N>* result,
+                          const parascan::options<matrix_of<S, N>>& o) {
+  parascan::matrix_chain_product<Order>(backend(e), on_device(e, in), result, on_device(e, o));
+}
+
+template <parascan::chain_order Order, class Exec, class S, int N>
+void matrix_chain_backward(const Exec& e, const sequences<const matrix_of<S, N>>& in,
+                           const sequences<const matrix_of<S, N>>& p, const sequences<const matrix_of<S, N>>& dp,
+                           const sequences<matrix_of<S, N>>& din,
+                           const parascan::backward_options<matrix_of<S, N>>& o) {
+  parascan::matrix_chain_backward<Order>(backend(e), on_device(e, in), on_device(e, p), on_device(e, dp),
+                                         on_device(e, din), on_device(e, o));
 }
 
 }  // namespace pyext

@@ -116,31 +116,21 @@ struct device_scope {
 
 /// Calls f(exec) with the backend of `first`'s device: parascan::host{threads} for host arrays,
 /// pyext::gpu{stream} on the array's device for CUDA arrays (when the extension has the CUDA backend).
-/// `gpu_ok`: whether this entry point has GPU entries (matrices do not yet).
 template <class A, class F>
-void with_backend(const A& first, const std::string& name, unsigned threads, std::uintptr_t stream, bool gpu_ok,
-                  F&& f) {
+void with_backend(const A& first, const std::string& name, unsigned threads, std::uintptr_t stream, F&& f) {
   call_device = {first.device_type(), first.device_id()};
   if (first.device_type() == nb::device::cpu::value) return f(parascan::host{threads});
 #if PARASCAN_PY_CUDA
-  if (first.device_type() == nb::device::cuda::value && gpu_ok) {
+  if (first.device_type() == nb::device::cuda::value) {
     device_scope scope(first.device_id());
     return f(pyext::gpu{stream});
   }
-  parascan::detail::fail(
-      name, gpu_ok ? "a host or CUDA array, got one on " + device_name(first.device_type(), first.device_id())
-                   : "a host array (this function has no CUDA backend yet)");
+  parascan::detail::fail(name, "a host or CUDA array, got one on " + device_name(first.device_type(), first.device_id()));
 #else
-  (void)stream, (void)gpu_ok;
+  (void)stream;
   parascan::detail::fail(name, "a host array (this build of the extension has the host backend only), got one on " +
                                    device_name(first.device_type(), first.device_id()));
 #endif
-}
-
-/// Calls f(exec) on the host backend; refuses arrays elsewhere (the matrix entry points).
-template <class A, class F>
-void on_host(const A& first, const std::string& name, unsigned threads, F&& f) {
-  with_backend(first, name, threads, 0, false, f);
 }
 
 /// An array's shape and strides (in elements), for planning its view.
@@ -322,7 +312,7 @@ void linear_recurrence(const in_array& gates, const in_array& tokens, const out_
                        const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
                        bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads,
                        std::uintptr_t stream) {
-  with_backend(gates, "gates", threads, stream, true, [&](const auto& exec) {
+  with_backend(gates, "gates", threads, stream, [&](const auto& exec) {
     dispatch(gates, "gates", [&](auto tag) {
       using T = decltype(tag);
       using Acc = pyext::acc_t<T>;
@@ -345,7 +335,7 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
                                 const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
                                 const std::optional<out_array>& grad_initial, bool reverse,
                                 const std::optional<in_array>& cu_seqlens, unsigned threads, std::uintptr_t stream) {
-  with_backend(gates, "gates", threads, stream, true, [&](const auto& exec) {
+  with_backend(gates, "gates", threads, stream, [&](const auto& exec) {
     dispatch(gates, "gates", [&](auto tag) {
       using T = decltype(tag);
       using Acc = pyext::acc_t<T>;
@@ -370,7 +360,7 @@ template <pyext::scan_kind K>
 void real_scan(const in_array& x, const out_array& out, int dim, const std::optional<in_array>& initial,
                const std::optional<out_array>& final, bool reverse, bool exclusive,
                const std::optional<in_array>& cu_seqlens, unsigned threads, std::uintptr_t stream) {
-  with_backend(x, "x", threads, stream, true, [&](const auto& exec) {
+  with_backend(x, "x", threads, stream, [&](const auto& exec) {
     dispatch_real(x, "x", [&](auto tag) {
       using T = decltype(tag);
       require_dtype<T>(out, "out");
@@ -386,20 +376,22 @@ void real_scan(const in_array& x, const out_array& out, int dim, const std::opti
 }
 
 void logcumsumexp_backward(const in_array& x, const in_array& y, const in_array& grad_y, const out_array& grad_x,
-                           int dim, bool reverse, bool exclusive, const std::optional<in_array>& cu_seqlens,
-                           unsigned threads, std::uintptr_t stream) {
-  with_backend(x, "x", threads, stream, true, [&](const auto& exec) {
+                           int dim, const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
+                           const std::optional<out_array>& grad_initial, bool reverse, bool exclusive,
+                           const std::optional<in_array>& cu_seqlens, unsigned threads, std::uintptr_t stream) {
+  with_backend(x, "x", threads, stream, [&](const auto& exec) {
     dispatch_real(x, "x", [&](auto tag) {
       using T = decltype(tag);
       require_dtype<T>(y, "y"), require_dtype<T>(grad_y, "grad_y"), require_dtype<T>(grad_x, "grad_x");
       const batch_plan plan =
           plan_batch(dim, {shape_of(x, "x"), shape_of(y, "y"), shape_of(grad_y, "grad_y"), shape_of(grad_x, "grad_x")},
                      cu_seqlens);
-      parascan::backward_options<T> o;
-      o.reverse = reverse, o.exclusive = exclusive;
+      const auto dx = view_of<T>(grad_x, plan);
+      parascan::backward_options<T> o = backward_options_of<T>(reverse, initial, grad_final, grad_initial, dx.count());
+      o.exclusive = exclusive;
       named({"x", "y", "grad_y"}, [&] {
         pyext::logcumsumexp_backward(exec, view_of<const T>(x, plan), view_of<const T>(y, plan),
-                                     view_of<const T>(grad_y, plan), view_of<T>(grad_x, plan), o);
+                                     view_of<const T>(grad_y, plan), dx, o);
       });
     });
   });
@@ -409,7 +401,7 @@ void log_linear_recurrence(const in_array& log_a, const in_array& log_b, const o
                            const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
                            bool exclusive, const std::optional<in_array>& cu_seqlens, unsigned threads,
                            std::uintptr_t stream) {
-  with_backend(log_a, "log_gates", threads, stream, true, [&](const auto& exec) {
+  with_backend(log_a, "log_gates", threads, stream, [&](const auto& exec) {
     dispatch_real(log_a, "log_gates", [&](auto tag) {
       using T = decltype(tag);
       require_dtype<T>(log_b, "log_tokens"), require_dtype<T>(out, "out");
@@ -432,7 +424,7 @@ void log_linear_recurrence_backward(const in_array& log_a, const in_array& log_b
                                     const std::optional<out_array>& grad_initial, bool reverse,
                                     const std::optional<in_array>& cu_seqlens, unsigned threads,
                                     std::uintptr_t stream) {
-  with_backend(log_a, "log_gates", threads, stream, true, [&](const auto& exec) {
+  with_backend(log_a, "log_gates", threads, stream, [&](const auto& exec) {
     dispatch_real(log_a, "log_gates", [&](auto tag) {
       using T = decltype(tag);
       require_dtype<T>(log_b, "log_tokens"), require_dtype<T>(log_x, "log_x");
@@ -461,10 +453,9 @@ void log_linear_recurrence_backward(const in_array& log_a, const in_array& log_b
 // one element, row-major and contiguous; `dim` counts among the other axes. Elements are unaligned Eigen
 // types (any address a NumPy view may have).
 
-template <class S, int N>
-using matrix_of = Eigen::Matrix<S, N, N, Eigen::RowMajor | Eigen::DontAlign>;
-template <class S, int N>
-using vector_of = Eigen::Matrix<S, N, 1, Eigen::DontAlign>;
+using pyext::matrix_of;
+using pyext::state_vector_of;
+using pyext::vector_of;
 
 /// The shape of an array of N x N (element_axes = 2) or N (1) elements, strides in whole elements.
 template <class A>
@@ -520,25 +511,25 @@ void dispatch_matrix(const in_array& m, const std::string& name, F&& f) {
 
 void affine_recurrence(const in_array& W, const in_array& b, const out_array& out, int dim,
                        const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
-                       bool exclusive, unsigned threads) {
-  on_host(W, "W", threads, [&](const auto&) {
+                       bool exclusive, unsigned threads, std::uintptr_t stream) {
+  with_backend(W, "W", threads, stream, [&](const auto& exec) {
     dispatch_matrix(W, "W", [&](auto scalar, auto N) {
       using S = decltype(scalar);
       using M = matrix_of<S, N.value>;
       using V = vector_of<S, N.value>;
+      using state_vector = state_vector_of<S, N.value>;
       require_dtype<S>(b, "b"), require_dtype<S>(out, "out");
       const array_shape sw = element_shape_of(W, "W", 2, N), sb = element_shape_of(b, "b", 1, N),
                         sx = element_shape_of(out, "out", 1, N);
       const batch_plan plan = plan_batch(dim, {sw, sb, sx});
       const auto x = view_at<V>(out.data(), sx, plan);
-      parascan::options<Eigen::Matrix<S, N.value, 1>> o;
+      parascan::options<state_vector> o;
       o.reverse = reverse, o.exclusive = exclusive;
-      o.initial =
-          reinterpret_cast<const Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(initial, x.count() * N, "initial"));
-      o.final = reinterpret_cast<Eigen::Matrix<S, N.value, 1>*>(per_sequence<S>(final, x.count() * N, "final"));
+      o.initial = reinterpret_cast<const state_vector*>(per_sequence<S>(initial, x.count() * N, "initial"));
+      o.final = reinterpret_cast<state_vector*>(per_sequence<S>(final, x.count() * N, "final"));
       named({"W", "b"}, [&] {
-        parascan::affine_recurrence(parascan::host{threads}, view_at<const M>(W.data(), sw, plan),
-                                    view_at<const V>(b.data(), sb, plan), x, o);
+        pyext::affine_recurrence<std::decay_t<decltype(exec)>, S, N.value>(
+            exec, view_at<const M>(W.data(), sw, plan), view_at<const V>(b.data(), sb, plan), x, o);
       });
     });
   });
@@ -547,13 +538,13 @@ void affine_recurrence(const in_array& W, const in_array& b, const out_array& ou
 void affine_recurrence_backward(const in_array& W, const in_array& x, const in_array& grad_x, const out_array& grad_W,
                                 const out_array& grad_b, int dim, const std::optional<in_array>& initial,
                                 const std::optional<in_array>& grad_final, const std::optional<out_array>& grad_initial,
-                                bool reverse, unsigned threads) {
-  on_host(W, "W", threads, [&](const auto&) {
+                                bool reverse, unsigned threads, std::uintptr_t stream) {
+  with_backend(W, "W", threads, stream, [&](const auto& exec) {
     dispatch_matrix(W, "W", [&](auto scalar, auto N) {
       using S = decltype(scalar);
       using M = matrix_of<S, N.value>;
       using V = vector_of<S, N.value>;
-      using state_vector = Eigen::Matrix<S, N.value, 1>;
+      using state_vector = state_vector_of<S, N.value>;
       require_dtype<S>(x, "x"), require_dtype<S>(grad_x, "grad_x");
       require_dtype<S>(grad_W, "grad_W"), require_dtype<S>(grad_b, "grad_b");
       const array_shape sw = element_shape_of(W, "W", 2, N), sx = element_shape_of(x, "x", 1, N),
@@ -567,8 +558,8 @@ void affine_recurrence_backward(const in_array& W, const in_array& x, const in_a
       o.initial = reinterpret_cast<const state_vector*>(per_sequence<S>(initial, values, "initial"));
       o.grad_final = reinterpret_cast<const state_vector*>(per_sequence<S>(grad_final, values, "grad_final"));
       o.grad_initial = reinterpret_cast<state_vector*>(per_sequence<S>(grad_initial, values, "grad_initial"));
-      parascan::affine_recurrence_backward(
-          parascan::host{threads}, w, view_at<const V>(x.data(), sx, plan), view_at<const V>(grad_x.data(), sg, plan),
+      pyext::affine_recurrence_backward<std::decay_t<decltype(exec)>, S, N.value>(
+          exec, w, view_at<const V>(x.data(), sx, plan), view_at<const V>(grad_x.data(), sg, plan),
           view_at<M>(grad_W.data(), sdw, plan), view_at<V>(grad_b.data(), sdb, plan), o);
     });
   });
@@ -583,8 +574,8 @@ void dispatch_order(bool right_to_left, F&& f) {
 
 void matrix_chain(const in_array& m, const std::optional<out_array>& out, const std::optional<out_array>& result,
                   int dim, const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
-                  bool exclusive, bool right_to_left, unsigned threads) {
-  on_host(m, "matrices", threads, [&](const auto&) {
+                  bool exclusive, bool right_to_left, unsigned threads, std::uintptr_t stream) {
+  with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
     dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
       using S = decltype(scalar);
       using M = matrix_of<S, N.value>;
@@ -599,13 +590,13 @@ void matrix_chain(const in_array& m, const std::optional<out_array>& out, const 
       o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
       o.final = reinterpret_cast<M*>(per_sequence<S>(final, values, "final"));
       dispatch_order(right_to_left, [&](auto order) {
+        using Exec = std::decay_t<decltype(exec)>;
         named({"matrices"}, [&] {
           if (out)
-            parascan::matrix_chain<order.value>(parascan::host{threads}, in, view_at<M>(out->data(), shapes[1], plan),
-                                                o);
+            pyext::matrix_chain<order.value, Exec, S, N.value>(exec, in, view_at<M>(out->data(), shapes[1], plan), o);
           else
-            parascan::matrix_chain_product<order.value>(
-                parascan::host{threads}, in, reinterpret_cast<M*>(per_sequence<S>(result, values, "result")), o);
+            pyext::matrix_chain_product<order.value, Exec, S, N.value>(
+                exec, in, reinterpret_cast<M*>(per_sequence<S>(result, values, "result")), o);
         });
       });
     });
@@ -615,8 +606,8 @@ void matrix_chain(const in_array& m, const std::optional<out_array>& out, const 
 void matrix_chain_backward(const in_array& m, const in_array& p, const in_array& grad_p, const out_array& grad_m,
                            int dim, const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
                            const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
-                           unsigned threads) {
-  on_host(m, "matrices", threads, [&](const auto&) {
+                           unsigned threads, std::uintptr_t stream) {
+  with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
     dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
       using S = decltype(scalar);
       using M = matrix_of<S, N.value>;
@@ -634,9 +625,9 @@ void matrix_chain_backward(const in_array& m, const in_array& p, const in_array&
       o.grad_final = reinterpret_cast<const M*>(per_sequence<S>(grad_final, values, "grad_final"));
       o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
       dispatch_order(right_to_left, [&](auto order) {
-        parascan::matrix_chain_backward<order.value>(parascan::host{threads}, in, view_at<const M>(p.data(), sp, plan),
-                                                     view_at<const M>(grad_p.data(), sg, plan),
-                                                     view_at<M>(grad_m.data(), sd, plan), o);
+        pyext::matrix_chain_backward<order.value, std::decay_t<decltype(exec)>, S, N.value>(
+            exec, in, view_at<const M>(p.data(), sp, plan), view_at<const M>(grad_p.data(), sg, plan),
+            view_at<M>(grad_m.data(), sd, plan), o);
       });
     });
   });
@@ -664,7 +655,8 @@ NB_MODULE(_parascan, m) {
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("cu_seqlens").none(),
         nb::arg("threads"), nb::arg("stream") = 0);
   m.def("logcumsumexp_backward", &logcumsumexp_backward, nb::arg("x"), nb::arg("y"), nb::arg("grad_y"),
-        nb::arg("grad_x"), nb::arg("dim"), nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(),
+        nb::arg("grad_x"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_final").none(),
+        nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(),
         nb::arg("threads"), nb::arg("stream") = 0);
   m.def("log_linear_recurrence", &log_linear_recurrence, nb::arg("log_gates"), nb::arg("log_tokens"), nb::arg("out"),
         nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
@@ -675,17 +667,17 @@ NB_MODULE(_parascan, m) {
         nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("affine_recurrence", &affine_recurrence, nb::arg("W"), nb::arg("b"), nb::arg("out"), nb::arg("dim"),
         nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
-        nb::arg("threads"));
+        nb::arg("threads"), nb::arg("stream") = 0);
   m.def("affine_recurrence_backward", &affine_recurrence_backward, nb::arg("W"), nb::arg("x"), nb::arg("grad_x"),
         nb::arg("grad_W"), nb::arg("grad_b"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_final").none(),
-        nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("threads"));
+        nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("matrix_chain", &matrix_chain, nb::arg("matrices"), nb::arg("out").none(), nb::arg("result").none(),
         nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
-        nb::arg("right_to_left"), nb::arg("threads"));
+        nb::arg("right_to_left"), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("matrix_chain_backward", &matrix_chain_backward, nb::arg("matrices"), nb::arg("products"),
         nb::arg("grad_products"), nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(),
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("right_to_left"),
-        nb::arg("threads"));
+        nb::arg("threads"), nb::arg("stream") = 0);
   const auto def_scan = [&](const char* name, auto kind) {
     m.def(name, &real_scan<decltype(kind)::value>, nb::arg("x"), nb::arg("out"), nb::arg("dim"),
           nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),

@@ -151,7 +151,7 @@ def test_streams_default_to_torchs_current_one():
     close(explicit, want, 0)
 
 
-def test_mixed_devices_and_matrices_on_cuda_are_refused_with_the_argument_named():
+def test_mixed_devices_are_refused_with_the_argument_named():
     # (per-sequence values are moved to the inputs' device by the Python layer)
     a, b = gates_tokens((2, 8, 100))
     with pytest.raises(ValueError, match="tokens"):
@@ -160,8 +160,59 @@ def test_mixed_devices_and_matrices_on_cuda_are_refused_with_the_argument_named(
     assert x.device.type == "cuda"
     with pytest.raises(ValueError, match="out"):
         parascan.linear_recurrence(a.to(CUDA), b.to(CUDA), out=torch.empty(2, 8, 100))
-    with pytest.raises(ValueError, match="matrices"):
-        parascan.matrix_chain(torch.eye(2, device=CUDA).expand(3, 5, 2, 2).contiguous(), dim=1)
+    W = torch.eye(3).expand(2, 50, 3, 3).contiguous()
+    with pytest.raises(ValueError, match="b"):
+        parascan.affine_recurrence(W.to(CUDA), torch.ones(2, 50, 3), dim=1)
+
+
+def random_matrices(shape, n, dtype, seed):
+    """Matrices near the identity (products stay of order one over a few hundred steps)."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.eye(n, dtype=torch.float64) + torch.randn(shape + (n, n), generator=g, dtype=torch.float64)
+            / (3 * n)).to(dtype)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrices_match_the_host(n, dtype):
+    tol = 1e-4 if dtype == torch.float32 else 1e-11
+    M = random_matrices((3, 200), n, dtype, n)  # (B, T, N, N): time along dim 1
+    M0 = random_matrices((3,), n, dtype, n + 1)
+    for order in ("left_to_right", "right_to_left"):
+        for reverse in (False, True):
+            want, want_final = parascan.matrix_chain(M, dim=1, initial=M0, reverse=reverse, order=order,
+                                                     return_final=True)
+            got, got_final = parascan.matrix_chain(M.to(CUDA), dim=1, initial=M0.to(CUDA), reverse=reverse,
+                                                   order=order, return_final=True)
+            assert got.device.type == "cuda"
+            close(got, want, tol)
+            close(got_final, want_final, tol)
+            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, reverse=reverse, order=order),
+                  parascan.matrix_chain_product(M, dim=1, reverse=reverse, order=order), tol)
+            gP = torch.randn(M.shape, dtype=torch.float64).to(dtype)
+            close(parascan.matrix_chain_backward(M.to(CUDA), want.to(CUDA), gP.to(CUDA), dim=1, initial=M0.to(CUDA),
+                                                 reverse=reverse, order=order),
+                  parascan.matrix_chain_backward(M, want, gP, dim=1, initial=M0, reverse=reverse, order=order), tol)
+    b = torch.randn(3, 200, n, dtype=torch.float64).to(dtype)
+    x0 = torch.randn(3, n, dtype=torch.float64).to(dtype)
+    want, want_final = parascan.affine_recurrence(M, b, dim=1, initial=x0, return_final=True)
+    got, got_final = parascan.affine_recurrence(M.to(CUDA), b.to(CUDA), dim=1, initial=x0.to(CUDA), return_final=True)
+    close(got, want, tol)
+    close(got_final, want_final, tol)
+    gx = torch.randn(3, 200, n, dtype=torch.float64).to(dtype)
+    for g, w in zip(parascan.affine_recurrence_backward(M.to(CUDA), got, gx.to(CUDA), dim=1, initial=x0.to(CUDA),
+                                                        return_grad_initial=True),
+                    parascan.affine_recurrence_backward(M, want, gx, dim=1, initial=x0, return_grad_initial=True)):
+        assert g.device.type == "cuda"
+        close(g, w, tol)
+
+
+def test_matrix_ops_autograd_on_cuda():
+    M = random_matrices((2, 30), 3, torch.float64, 5).to(CUDA).requires_grad_()
+    torch.autograd.gradcheck(lambda m: pt.matrix_chain(m, dim=1), (M,))
+    b = torch.randn(2, 30, 3, dtype=torch.float64, device=CUDA, requires_grad=True)
+    x0 = torch.randn(2, 3, dtype=torch.float64, device=CUDA, requires_grad=True)
+    torch.autograd.gradcheck(lambda w, v, i: pt.affine_recurrence(w, v, dim=1, initial=i), (M, b, x0))
 
 
 def test_torch_ops_on_cuda_autograd_gradcheck_and_compile():

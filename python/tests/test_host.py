@@ -287,6 +287,29 @@ def test_logcumsumexp_backward_against_finite_differences():
                 assert abs(numeric - g[t]) < 1e-6, (reverse, exclusive, t, numeric, g[t], SEED)
 
 
+def test_logcumsumexp_backward_takes_the_final_and_gives_the_initial_gradient():
+    # L = sum w y + wf * final, y = logcumsumexp(x, initial=y0) over (2, 7): dL/dx and dL/dy0 by differences
+    x = RNG.standard_normal((2, 7))
+    y0 = RNG.standard_normal(2)
+    w, wf = RNG.standard_normal((2, 7)), RNG.standard_normal(2)
+    for reverse in (False, True):
+        def loss(v, v0):
+            y, final = parascan.logcumsumexp(v, initial=v0, reverse=reverse, return_final=True)
+            return np.sum(w * y) + np.sum(wf * final)
+        y = parascan.logcumsumexp(x, initial=y0, reverse=reverse)
+        g, g0 = parascan.logcumsumexp_backward(x, y, w, initial=y0, reverse=reverse, grad_final=wf,
+                                               return_grad_initial=True)
+        h = 1e-6
+        for t in range(7):
+            e = np.zeros((2, 7))
+            e[1, t] = h
+            assert abs((loss(x + e, y0) - loss(x - e, y0)) / (2 * h) - g[1, t]) < 1e-6, (reverse, t, SEED)
+        e0 = np.array([0.0, h])
+        assert abs((loss(x, y0 + e0) - loss(x, y0 - e0)) / (2 * h) - g0[1]) < 1e-6, (reverse, SEED)
+    with pytest.raises(ValueError, match="grad_final"):
+        parascan.logcumsumexp_backward(x, y, w, exclusive=True, grad_final=wf)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("N", [2, 3, 4, 8])
 def test_affine_recurrence(dtype, N):

@@ -170,14 +170,18 @@ namespace {
 
 /// fp64 gradient of logcumsumexp: dx[p] = sum over the outputs u that step p reached (u >= p, or u > p for
 /// an exclusive forward; positions in the forward's scan order) of dy[u] exp(x[p] - y[u]), 0 where y[u] is
-/// -inf; `scale` gets the sum of the terms' sizes.
+/// -inf, plus gf exp(x[p] - F) for a final log-value F with gradient gf; `scale` gets the sum of the terms'
+/// sizes. `grad_initial` (optional) gets the same sum for the initial log-value init (every output).
 std::vector<double> ref_logcumsumexp_grad(const std::vector<double>& x, const std::vector<double>& y,
-                                          const std::vector<double>& dy, bool exclusive, std::vector<double>& scale) {
+                                          const std::vector<double>& dy, bool exclusive, std::vector<double>& scale,
+                                          double F = -INFINITY, double gf = 0, double init = -INFINITY,
+                                          double* grad_initial = nullptr, double* initial_scale = nullptr) {
   // exp(x[p]) times suffix sums of dy[u] exp(-y[u]): fp64 holds every factor for |x| <= 20 + log(n).
   const std::size_t n = x.size();
   std::vector<double> dx(n, 0.0);
   scale.assign(n, 0.0);
   double sum = 0, size = 0;
+  if (F != -INFINITY) sum = gf * std::exp(-F), size = std::abs(sum);
   for (std::size_t p = n; p-- > 0;) {
     const auto add = [&](std::size_t u) {
       if (y[u] != -INFINITY) sum += dy[u] * std::exp(-y[u]), size += std::abs(dy[u]) * std::exp(-y[u]);
@@ -186,31 +190,51 @@ std::vector<double> ref_logcumsumexp_grad(const std::vector<double>& x, const st
     dx[p] = std::exp(x[p]) * sum, scale[p] = std::exp(x[p]) * size;
     if (exclusive) add(p);
   }
+  if (grad_initial != nullptr) *grad_initial = std::exp(init) * sum, *initial_scale = std::exp(init) * size;
+  if (grad_initial != nullptr && n == 0) *grad_initial = gf, *initial_scale = std::abs(gf);  // F is the initial
   return dx;
 }
 
 /// logcumsumexp_backward on every configuration, inputs and gradients in T, from the forward's own outputs.
+/// Inclusive forwards with an initial log-value take it back (with_initial: dL/d(initial) is checked too),
+/// and with_final adds a gradient of the final log-value.
 template <class T>
 void check_logcumsumexp_backward(double ulps) {
   using Acc = parascan::ops::accumulator_t<T>;
   ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
     ptest::backend_offsets offs(sh);
     ptest::buffer<T> x(sh.elements()), y(sh.elements()), dy(sh.elements()), dx(sh.elements());
+    ptest::buffer<Acc> init(sh.count()), fin(sh.count()), gf(sh.count()), gi(sh.count());
     ptest::fast_random g;
     ptest::fill(x, [&] { return ptest::store<T>(random_log(g)); });
     ptest::fill(dy, [&] { return ptest::store<T>(g.normal()); });
     ptest::fill(dx, [] { return ptest::poison<T>(); });
+    ptest::fill(init, [&] { return Acc(random_log(g)); });
+    ptest::fill(gf, [&] { return Acc(g.normal()); });
+    ptest::fill(gi, [] { return ptest::poison<Acc>(); });
+    const bool gradients_of_ends = !f.exclusive && (f.with_initial || f.with_final);
     const auto view = [&](ptest::buffer<T>& b) { return sh.view(b.data(), offs.get(sh)); };
-    parascan::options<Acc> forward;
-    forward.exclusive = f.exclusive, forward.reverse = f.reverse;
+    parascan::options<Acc> forward = ptest::options_for<Acc>(f, init.data(), fin.data());
+    forward.final = fin.data();  // F, for the reference
     parascan::logcumsumexp(ptest::exec(), view(x), view(y), forward);
     parascan::backward_options<Acc> backward;
     backward.exclusive = f.exclusive, backward.reverse = f.reverse;
+    if (gradients_of_ends) {
+      backward.initial = forward.initial;
+      backward.grad_final = f.with_final ? gf.data() : nullptr;
+      backward.grad_initial = f.with_initial ? gi.data() : nullptr;
+    }
     parascan::logcumsumexp_backward(ptest::exec(), view(x), view(y), view(dy), view(dx), backward);
     y.download();
     dx.download();
+    fin.download();
+    gi.download();
 
     double worst = 0;
+    const auto error = [](double got, double want, double scale) {
+      return want == 0 && scale == 0 ? std::abs(got)
+                                     : std::isfinite(got) ? std::abs(got - want) / (scale + 1e-300) : INFINITY;
+    };
     const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
     const auto hv = [&](ptest::buffer<T>& b) { return sh.view(b.host.data(), host_offsets); };
     const auto xv = hv(x), yv = hv(y), dyv = hv(dy), dxv = hv(dx);
@@ -221,12 +245,15 @@ void check_logcumsumexp_backward(double ulps) {
       for (index_t p = 0; p < n; ++p)
         xs[p] = ptest::to_double(xv.at(s, time(p))), ys[p] = ptest::to_double(yv.at(s, time(p))),
         dys[p] = ptest::to_double(dyv.at(s, time(p)));
-      const auto ref = ref_logcumsumexp_grad(xs, ys, dys, f.exclusive, scale);
-      for (index_t p = 0; p < n; ++p) {
-        const double got = ptest::to_double(dxv.at(s, time(p)));
-        const double e = std::isfinite(got) ? std::abs(got - ref[p]) / (scale[p] + 1e-300) : INFINITY;
-        worst = std::max(worst, ref[p] == 0 && scale[p] == 0 ? std::abs(got) : e);
-      }
+      const bool with_gf = gradients_of_ends && f.with_final;
+      double grad_initial = 0, initial_scale = 0;
+      const auto ref = ref_logcumsumexp_grad(xs, ys, dys, f.exclusive, scale, with_gf ? double(fin.host[s]) : -INFINITY,
+                                             with_gf ? double(gf.host[s]) : 0.0,
+                                             f.with_initial ? double(init.host[s]) : -INFINITY, &grad_initial,
+                                             &initial_scale);
+      for (index_t p = 0; p < n; ++p) worst = std::max(worst, error(ptest::to_double(dxv.at(s, time(p))), ref[p], scale[p]));
+      if (gradients_of_ends && f.with_initial) worst = std::max(worst, error(gi.host[s], grad_initial, initial_scale));
+      if (!gradients_of_ends) REQUIRE(std::isnan(gi.host[s]));  // untouched
     }
     CHECK(worst <= ulps * ptest::eps_of<T>() * (1 + std::sqrt(double(sh.T))));
   });
@@ -272,15 +299,23 @@ TEST_CASE("logcumsumexp_backward: fp32 and fp64 with -inf inputs, every layout a
   check_logcumsumexp_backward<double>(64);
 }
 
-TEST_CASE("logcumsumexp_backward: final-state gradients are refused, nothing written") {
+TEST_CASE("logcumsumexp_backward: end gradients of an exclusive forward are refused, nothing written") {
   const ptest::index_t T = 8;
-  ptest::buffer<float> x(T), y(T), dy(T), dx(T), gf(1);
+  ptest::buffer<float> x(T), y(T), dy(T), dx(T), gf(1), gi(1);
   ptest::fill(dx, [] { return ptest::poison<float>(); });
-  parascan::backward_options<float> opts;
-  opts.grad_final = gf.data();
+  ptest::fill(gi, [] { return ptest::poison<float>(); });
   const auto v = [&](ptest::buffer<float>& b) { return parascan::single(b.data(), T); };
+  parascan::backward_options<float> opts;
+  opts.exclusive = true;
+  opts.grad_final = gf.data();
   CHECK_THROWS_WITH_AS(parascan::logcumsumexp_backward(ptest::exec(), v(x), v(y), v(dy), v(dx), opts),
-                       doctest::Contains("options.grad_final"), parascan::error);
+                       doctest::Contains("options.grad_final: null with an exclusive forward"), parascan::error);
+  opts.grad_final = nullptr;
+  opts.grad_initial = gi.data();
+  CHECK_THROWS_WITH_AS(parascan::logcumsumexp_backward(ptest::exec(), v(x), v(y), v(dy), v(dx), opts),
+                       doctest::Contains("options.grad_initial: null with an exclusive forward"), parascan::error);
   dx.download();
+  gi.download();
   for (float d : dx.host) CHECK(std::isnan(d));
+  CHECK(std::isnan(gi.host[0]));
 }

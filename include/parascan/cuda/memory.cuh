@@ -61,19 +61,48 @@ class temp_buffer {
   void* ptr_;
 };
 
-/// Whether the device can read p directly: device or managed memory.
-inline bool is_device_pointer(const void* p) {
+/// Where a pointer lives, as parascan::cuda sees it: memory of the current device or managed memory (the
+/// kernels read it directly), another device's memory, or host memory (unknown to CUDA, or registered
+/// and pinned host memory, which the checks refuse all the same).
+enum class memory_place { current_device, other_device, host };
+
+inline memory_place place_of(const void* p, int* owner = nullptr) {
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     (void)cudaGetLastError();  // an unknown host pointer is an answer here, not an error to keep
-    return false;
+    return memory_place::host;
   }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  if (attr.type == cudaMemoryTypeManaged) return memory_place::current_device;
+  if (attr.type != cudaMemoryTypeDevice) return memory_place::host;
+  int current = 0;
+  cuda_check(cudaGetDevice(&current), "cudaGetDevice");
+  if (owner != nullptr) *owner = attr.device;
+  return attr.device == current ? memory_place::current_device : memory_place::other_device;
 }
 
+/// Whether the device can read p directly: the current device's memory or managed memory.
+inline bool is_device_pointer(const void* p) { return place_of(p) == memory_place::current_device; }
+
 inline void require_device_pointer(const void* p, const std::string& name) {
-  if (p != nullptr)
-    require(is_device_pointer(p), name, "device memory (parascan::cuda reads and writes the GPU's memory), got a host pointer");
+  if (p == nullptr) return;
+  int owner = -1;
+  const memory_place place = place_of(p, &owner);
+  if (place == memory_place::host)
+    fail(name, "device memory (parascan::cuda reads and writes the GPU's memory), got a host pointer");
+  if (place == memory_place::other_device) {
+    int current = 0;
+    (void)cudaGetDevice(&current);
+    fail(name, "memory of the current device (" + std::to_string(current) + "), got memory of device " +
+                   std::to_string(owner) + " (make that device current with cudaSetDevice before the call)");
+  }
+}
+
+/// Whether an offsets array is in device memory (true) or on the host (false); another device's is refused
+/// (the host cannot read it, and the kernels should not).
+inline bool offsets_on_device(const void* p, const std::string& name) {
+  const memory_place place = place_of(p);
+  if (place == memory_place::other_device) require_device_pointer(p, name);  // throws, naming both devices
+  return place == memory_place::current_device;
 }
 
 /// Packed layouts' offsets arrays, readable on both sides: the host copy validates and plans, the device
@@ -105,7 +134,7 @@ class staged_offsets {
     e.given = v.offsets;
     const std::size_t n = std::size_t(v.extent[0]) + 1, bytes = n * sizeof(index_t);
     e.host.resize(n);
-    if (is_device_pointer(v.offsets)) {
+    if (offsets_on_device(v.offsets, name + ".offsets")) {
       cuda_check(cudaMemcpyAsync(e.host.data(), v.offsets, bytes, cudaMemcpyDeviceToHost, stream_), (name + ".offsets").c_str());
       cuda_check(cudaStreamSynchronize(stream_), (name + ".offsets").c_str());
       e.device = v.offsets;

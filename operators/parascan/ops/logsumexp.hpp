@@ -31,8 +31,10 @@
 #include <parascan/error.hpp>
 #include <parascan/inputs.hpp>
 #include <parascan/options.hpp>
+#include <parascan/shifted.hpp>
 
 #include "accumulator.hpp"
+#include "linear_recurrence.hpp"
 
 namespace parascan::ops {
 
@@ -116,6 +118,40 @@ struct log_add_exp_adjoint {
   }
 };
 
+/// The adjoint of an inclusive logcumsumexp written as that of the log-space recurrence it is
+/// (y[t] = logaddexp(y[t-1], x[t]), gates 1): h[t] = dL/dy[t] through every later output, h[t] = dy[t] +
+/// r[t+1] h[t+1] with the carried shares r[t] = exp(y[t-1] - y[t]) in [0, 1], and dL/dx[t] = h[t]
+/// exp(x[t] - y[t]). A linear reverse scan over (x, y, y[t-1], dy): its carried value takes dL/d(final
+/// log-value) as its initial and gives dL/d(initial log-value) = r[0] h[0] as its total, which
+/// log_add_exp_adjoint cannot. Steps whose output is -inf pass no gradient.
+template <class Acc>
+struct log_add_exp_recurrence_adjoint {
+  using value_type = linear_state<Acc>;
+  linear_recurrence<Acc> rec;
+  PARASCAN_HD value_type identity() const { return rec.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return rec(earlier, later);
+  }
+  /// r[t], 0 where y[t] = -inf (then y[t-1] is -inf too, and the difference NaN).
+  PARASCAN_HD static Acc carried_share(Acc y, Acc y_prev) {
+    return y == -limits<Acc>::infinity() ? Acc(0) : scan_exp(y_prev - y);
+  }
+  template <class X, class Y, class YP, class G>
+  PARASCAN_HD value_type lift(const X&, const Y& y, const YP& y_prev, const G& dy) const {
+    const Acc r = carried_share(to_accumulator<Acc>(y), to_accumulator<Acc>(y_prev));
+    return {r, r == Acc(0) ? Acc(0) : r * to_accumulator<Acc>(dy)};
+  }
+  PARASCAN_HD Acc project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(const Acc& h) const { return {Acc(1), h}; }
+  PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
+  template <class X, class Y, class YP, class G>
+  PARASCAN_HD Acc emit(const value_type& s, const X& x, const Y& y, const YP&, const G& dy) const {
+    const Acc yt = to_accumulator<Acc>(y);
+    if (yt == -limits<Acc>::infinity()) return Acc(0);
+    return (to_accumulator<Acc>(dy) + s.b) * scan_exp(to_accumulator<Acc>(x) - yt);
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -129,16 +165,27 @@ void logcumsumexp(const Exec& exec, const sequences<T>& in, const sequences<Y>& 
 }
 
 /// dL/dx of y = logcumsumexp(x, opts) from the inputs x, the outputs y and the upstream gradient dy
-/// (dL/dy[t] of each output alone): one reverse scan (ops::log_add_exp_adjoint), every layout; opts
-/// says how the forward ran (reverse, exclusive; its initial log-values are already in y). Stable with
-/// -inf inputs (their gradient is 0). dL/d(initial) and a final-state gradient are not taken yet
-/// (options.grad_initial and options.grad_final must be null). dx may be x itself (in place).
+/// (dL/dy[t] of each output alone): one reverse scan, every layout; opts says how the forward ran
+/// (reverse, exclusive, initial: the forward's initial log-values, needed only for grad_initial). Stable
+/// with -inf inputs (their gradient is 0). opts.grad_final adds dL/d(final log-value) and
+/// opts.grad_initial receives dL/d(initial log-value), for an inclusive forward (an exclusive one's final
+/// value is not among its outputs: refused); they run the recurrence form of the adjoint
+/// (ops::log_add_exp_recurrence_adjoint, which also reads y one step behind), the plain call
+/// ops::log_add_exp_adjoint. dx may be x itself (in place).
 template <class Exec, class T, class Y, class G, class D>
 void logcumsumexp_backward(const Exec& exec, const sequences<T>& x, const sequences<Y>& y, const sequences<G>& dy,
                            const sequences<D>& dx, const backward_options<ops::accumulator_t<T>>& opts = {}) {
   using Acc = ops::accumulator_t<std::remove_const_t<T>>;
-  if (opts.grad_final != nullptr) detail::fail("options.grad_final", "null (logcumsumexp_backward does not take it yet)");
-  if (opts.grad_initial != nullptr) detail::fail("options.grad_initial", "null (logcumsumexp_backward does not give it yet)");
+  if (opts.grad_final != nullptr || opts.grad_initial != nullptr) {
+    if (opts.exclusive)
+      detail::fail(opts.grad_final != nullptr ? "options.grad_final" : "options.grad_initial",
+                   "null with an exclusive forward (its final log-value is not among its outputs)");
+    const auto y_prev =
+        parascan::shifted(y, previous_step(opts), std::remove_const_t<Y>(-limits<Acc>::infinity()), opts.initial);
+    prefix_scan(exec, ops::log_add_exp_recurrence_adjoint<Acc>{}, parascan::inputs(x, y, y_prev, dy), dx,
+                adjoint_options(opts));
+    return;
+  }
   options<ops::log_sum<Acc>> scan;
   scan.reverse = !opts.reverse;
   scan.exclusive = opts.exclusive;  // an exclusive forward's y[u] covers the steps before u

@@ -1,0 +1,102 @@
+// Which memory parascan::cuda takes: the current device's and managed memory; host memory (pageable or
+// pinned) and another device's memory are refused with the argument named and nothing written. The
+// other-device cases need two GPUs (skipped with a message on one).
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <vector>
+
+#include <parascan/cuda.cuh>
+#include <parascan/ops/basic.hpp>
+
+namespace {
+
+using parascan::index_t;
+
+void check(cudaError_t e) { REQUIRE_MESSAGE(e == cudaSuccess, cudaGetErrorString(e)); }
+
+/// Device (or managed) floats, filled with `value`.
+struct device_floats {
+  float* p = nullptr;
+  index_t n;
+  device_floats(index_t count, float value, bool managed = false) : n(count) {
+    check(managed ? cudaMallocManaged(&p, n * sizeof(float)) : cudaMalloc(&p, n * sizeof(float)));
+    const std::vector<float> h(std::size_t(n), value);
+    check(cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyDefault));
+  }
+  ~device_floats() { (void)cudaFree(p); }
+  std::vector<float> read() const {
+    std::vector<float> h(static_cast<std::size_t>(n));
+    check(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDefault));
+    return h;
+  }
+};
+
+bool all_nan(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isnan(x)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("host memory, pageable or pinned, is refused with the argument named, nothing written") {
+  const index_t T = 1000;
+  device_floats y(T, NAN);
+  std::vector<float> pageable(T, 1.0f);
+  float* pinned = nullptr;
+  check(cudaMallocHost(&pinned, T * sizeof(float)));
+  for (float* host : {pageable.data(), pinned})
+    CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(host, 1, 1, T),
+                                          parascan::bdt(y.p, 1, 1, T)),
+                         doctest::Contains("inputs[0].data: device memory"), parascan::error);
+  device_floats x(T, 1.0f);
+  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T),
+                                        parascan::bdt(pinned, 1, 1, T)),
+                       doctest::Contains("output.data: device memory"), parascan::error);
+  check(cudaFreeHost(pinned));
+  CHECK(all_nan(y.read()));
+}
+
+TEST_CASE("managed memory is taken") {
+  const index_t T = 4097;
+  device_floats x(T, 1.0f, true), y(T, NAN, true);
+  parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T), parascan::bdt(y.p, 1, 1, T));
+  check(cudaDeviceSynchronize());
+  const std::vector<float> got = y.read();
+  for (index_t t = 0; t < T; ++t) REQUIRE(got[std::size_t(t)] == float(t + 1));
+}
+
+TEST_CASE("another device's memory is refused, naming both devices, nothing written") {
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices));
+  if (devices < 2) {
+    MESSAGE("skipped: one CUDA device (the other-device checks need two)");
+    return;
+  }
+  const index_t T = 1000;
+  check(cudaSetDevice(1));
+  device_floats other(T, 1.0f);
+  const std::vector<index_t> offsets_host = {0, 400, T};
+  index_t* other_offsets = nullptr;
+  check(cudaMalloc(&other_offsets, offsets_host.size() * sizeof(index_t)));
+  check(cudaMemcpy(other_offsets, offsets_host.data(), offsets_host.size() * sizeof(index_t), cudaMemcpyHostToDevice));
+  check(cudaSetDevice(0));
+  device_floats x(T, 1.0f), y(T, NAN);
+  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(other.p, 1, 1, T),
+                                        parascan::bdt(y.p, 1, 1, T)),
+                       doctest::Contains("inputs[0].data: memory of the current device (0), got memory of device 1"),
+                       parascan::error);
+  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T),
+                                        parascan::bdt(other.p, 1, 1, T)),
+                       doctest::Contains("output.data: memory of the current device (0)"), parascan::error);
+  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::packed_td<const float>(x.p, other_offsets, 2, 1),
+                                        parascan::packed_td(y.p, other_offsets, 2, 1)),
+                       doctest::Contains("got memory of device 1"), parascan::error);
+  CHECK(all_nan(y.read()));
+  check(cudaSetDevice(1));
+  check(cudaFree(other_offsets));
+  check(cudaSetDevice(0));
+}
