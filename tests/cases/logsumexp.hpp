@@ -209,6 +209,8 @@ void check_logcumsumexp_backward(double ulps) {
     ptest::fill(x, [&] { return ptest::store<T>(random_log(g)); });
     ptest::fill(dy, [&] { return ptest::store<T>(g.normal()); });
     ptest::fill(dx, [] { return ptest::poison<T>(); });
+    ptest::fill(y, [] { return ptest::poison<T>(); });  // every byte set: positions between views are read back
+    ptest::fill(fin, [] { return ptest::poison<Acc>(); });
     ptest::fill(init, [&] { return Acc(random_log(g)); });
     ptest::fill(gf, [&] { return Acc(g.normal()); });
     ptest::fill(gi, [] { return ptest::poison<Acc>(); });
