@@ -44,6 +44,45 @@ def _framework(x):
     return framework
 
 
+_to_dlpack = None
+
+
+def _dl(x):
+    """An argument as the extension takes it: a PyTorch tensor as its DLPack capsule
+    (torch.utils.dlpack.to_dlpack costs a tenth of the tensor's __dlpack__ method, which a small call pays
+    for each of its arrays), anything else as it is. A tensor with a lazy conjugate or negation is refused:
+    DLPack has no such bit, and its data would be read or written unconjugated."""
+    global _to_dlpack
+    if _framework(x) != "torch":
+        return x
+    if x.is_conj() or x.is_neg():
+        raise ValueError("parascan: a PyTorch tensor with a lazy conjugate or negation (a view of its data, "
+                         "which DLPack cannot express): pass x.resolve_conj().resolve_neg()")
+    if _to_dlpack is None:
+        from torch.utils.dlpack import to_dlpack as _to_dlpack
+    return _to_dlpack(x)
+
+
+class _Extension:
+    """The extension's entry points with every argument passed through _dl."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        function = getattr(self._module, name)
+        if not callable(function):
+            return function
+
+        def call(*args):
+            return function(*map(_dl, args))
+        setattr(self, name, call)  # found directly from now on
+        return call
+
+
+_ext = _Extension(_parascan)
+
+
 def _accumulator(x):
     """The dtype of x's per-sequence values (initial and final states): float32 for bfloat16 / float16
     storage, else x's own."""
@@ -187,8 +226,8 @@ def linear_recurrence(gates, tokens, dim=-1, initial=None, reverse=False, exclus
     batch = _batch_shape(x, dim, offsets)
     acc = _accumulator(x)
     final = _empty_like(x, batch, acc) if return_final else None
-    _parascan.linear_recurrence(gates, tokens, x, dim, _per_sequence(initial, x, batch, "initial", acc), final,
-                                reverse, exclusive, offsets, threads, _stream(gates, stream))
+    _ext.linear_recurrence(gates, tokens, x, dim, _per_sequence(initial, x, batch, "initial", acc), final,
+                           reverse, exclusive, offsets, threads, _stream(gates, stream))
     return (x, final) if return_final else x
 
 
@@ -204,10 +243,10 @@ def linear_recurrence_backward(gates, x, grad_x, dim=-1, initial=None, reverse=F
     batch = _batch_shape(gates, dim, offsets)
     acc = _accumulator(gates)
     grad_initial = _empty_like(gates, batch, acc) if return_grad_initial else None
-    _parascan.linear_recurrence_backward(gates, x, grad_x, grad_gates, grad_tokens, dim,
-                                         _per_sequence(initial, gates, batch, "initial", acc),
-                                         _per_sequence(grad_final, gates, batch, "grad_final", acc), grad_initial,
-                                         reverse, offsets, threads, _stream(gates, stream))
+    _ext.linear_recurrence_backward(gates, x, grad_x, grad_gates, grad_tokens, dim,
+                                    _per_sequence(initial, gates, batch, "initial", acc),
+                                    _per_sequence(grad_final, gates, batch, "grad_final", acc), grad_initial,
+                                    reverse, offsets, threads, _stream(gates, stream))
     return (grad_gates, grad_tokens, grad_initial) if return_grad_initial else (grad_gates, grad_tokens)
 
 
@@ -221,8 +260,8 @@ def log_linear_recurrence(log_gates, log_tokens, dim=-1, initial=None, reverse=F
     offsets = _offsets(cu_seqlens)
     batch = _batch_shape(y, dim, offsets)
     final = _empty_like(y, batch) if return_final else None
-    _parascan.log_linear_recurrence(log_gates, log_tokens, y, dim, _per_sequence(initial, y, batch, "initial"), final,
-                                    reverse, exclusive, offsets, threads, _stream(log_gates, stream))
+    _ext.log_linear_recurrence(log_gates, log_tokens, y, dim, _per_sequence(initial, y, batch, "initial"), final,
+                               reverse, exclusive, offsets, threads, _stream(log_gates, stream))
     return (y, final) if return_final else y
 
 
@@ -240,16 +279,16 @@ def log_linear_recurrence_backward(log_gates, log_tokens, log_x, grad_log_x, dim
     offsets = _offsets(cu_seqlens)
     batch = _batch_shape(log_gates, dim, offsets)
     grad_initial = _empty_like(log_gates, batch) if return_grad_initial else None
-    _parascan.log_linear_recurrence_backward(log_gates, log_tokens, log_x, grad_log_x, grad_log_gates,
-                                             grad_log_tokens, dim, _per_sequence(initial, log_gates, batch, "initial"),
-                                             _per_sequence(grad_final, log_gates, batch, "grad_final"), grad_initial,
-                                             reverse, offsets, threads, _stream(log_gates, stream))
+    _ext.log_linear_recurrence_backward(log_gates, log_tokens, log_x, grad_log_x, grad_log_gates,
+                                        grad_log_tokens, dim, _per_sequence(initial, log_gates, batch, "initial"),
+                                        _per_sequence(grad_final, log_gates, batch, "grad_final"), grad_initial,
+                                        reverse, offsets, threads, _stream(log_gates, stream))
     grads = (grad_log_gates, grad_log_tokens)
     return grads + (grad_initial,) if return_grad_initial else grads
 
 
 def _scan(name, doc):
-    fn = getattr(_parascan, name)
+    fn = getattr(_ext, name)
 
     def scan(x, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, out=None, cu_seqlens=None,
              threads=0, stream=None):
@@ -287,9 +326,9 @@ def logcumsumexp_backward(x, y, grad_y, dim=-1, initial=None, reverse=False, exc
     offsets = _offsets(cu_seqlens)
     batch = _batch_shape(x, dim, offsets)
     grad_initial = _empty_like(x, batch) if return_grad_initial else None
-    _parascan.logcumsumexp_backward(x, y, grad_y, grad_x, dim, _per_sequence(initial, x, batch, "initial"),
-                                    _per_sequence(grad_final, x, batch, "grad_final"), grad_initial, reverse,
-                                    exclusive, offsets, threads, _stream(x, stream))
+    _ext.logcumsumexp_backward(x, y, grad_y, grad_x, dim, _per_sequence(initial, x, batch, "initial"),
+                               _per_sequence(grad_final, x, batch, "grad_final"), grad_initial, reverse,
+                               exclusive, offsets, threads, _stream(x, stream))
     return (grad_x, grad_initial) if return_grad_initial else grad_x
 
 
@@ -302,8 +341,8 @@ def affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False
     x = _empty_like(b) if out is None else out
     per_sequence, dim = _element_batch(x, dim, 1)
     final = _empty_like(x, per_sequence) if return_final else None
-    _parascan.affine_recurrence(W, b, x, dim, _per_sequence(initial, x, per_sequence, "initial"), final, reverse,
-                                exclusive, threads, _stream(W, stream))
+    _ext.affine_recurrence(W, b, x, dim, _per_sequence(initial, x, per_sequence, "initial"), final, reverse,
+                           exclusive, threads, _stream(W, stream))
     return (x, final) if return_final else x
 
 
@@ -315,10 +354,10 @@ def affine_recurrence_backward(W, x, grad_x, dim=-1, initial=None, reverse=False
     grad_W, grad_b = _empty_like(W), _empty_like(x)
     per_sequence, dim = _element_batch(x, dim, 1)
     grad_initial = _empty_like(x, per_sequence) if return_grad_initial else None
-    _parascan.affine_recurrence_backward(W, x, grad_x, grad_W, grad_b, dim,
-                                         _per_sequence(initial, x, per_sequence, "initial"),
-                                         _per_sequence(grad_final, x, per_sequence, "grad_final"), grad_initial,
-                                         reverse, threads, _stream(W, stream))
+    _ext.affine_recurrence_backward(W, x, grad_x, grad_W, grad_b, dim,
+                                    _per_sequence(initial, x, per_sequence, "initial"),
+                                    _per_sequence(grad_final, x, per_sequence, "grad_final"), grad_initial,
+                                    reverse, threads, _stream(W, stream))
     return (grad_W, grad_b, grad_initial) if return_grad_initial else (grad_W, grad_b)
 
 
@@ -338,8 +377,8 @@ def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False,
     P = _empty_like(matrices) if out is None else out
     per_sequence, dim = _element_batch(P, dim, 2)
     final = _empty_like(P, per_sequence) if return_final else None
-    _parascan.matrix_chain(matrices, P, None, dim, _per_sequence(initial, P, per_sequence, "initial"), final, reverse,
-                           exclusive, _right_to_left(order), threads, _stream(matrices, stream))
+    _ext.matrix_chain(matrices, P, None, dim, _per_sequence(initial, P, per_sequence, "initial"), final, reverse,
+                      exclusive, _right_to_left(order), threads, _stream(matrices, stream))
     return (P, final) if return_final else P
 
 
@@ -349,8 +388,8 @@ def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="l
     matrices = _as_array(matrices)
     per_sequence, dim = _element_batch(matrices, dim, 2)
     result = _empty_like(matrices, per_sequence)
-    _parascan.matrix_chain(matrices, None, result, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
-                           None, reverse, False, _right_to_left(order), threads, _stream(matrices, stream))
+    _ext.matrix_chain(matrices, None, result, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
+                      None, reverse, False, _right_to_left(order), threads, _stream(matrices, stream))
     return result
 
 
@@ -363,10 +402,10 @@ def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=Non
     grad_matrices = _empty_like(matrices)
     per_sequence, dim = _element_batch(matrices, dim, 2)
     grad_initial = _empty_like(matrices, per_sequence) if return_grad_initial else None
-    _parascan.matrix_chain_backward(matrices, products, grad_products, grad_matrices, dim,
-                                    _per_sequence(initial, matrices, per_sequence, "initial"),
-                                    _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
-                                    reverse, _right_to_left(order), threads, _stream(matrices, stream))
+    _ext.matrix_chain_backward(matrices, products, grad_products, grad_matrices, dim,
+                               _per_sequence(initial, matrices, per_sequence, "initial"),
+                               _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
+                               reverse, _right_to_left(order), threads, _stream(matrices, stream))
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
 
 

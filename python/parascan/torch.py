@@ -18,14 +18,17 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _parascan, _torch_current_stream
+from . import _ext, _torch_current_stream
 
 __all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
-    """A tensor as the extension takes it: detached (DLPack refuses tensors that require grad)."""
-    return None if t is None else t.detach()
+    """An input tensor as the extension takes it: detached where it requires grad, a lazy conjugate or
+    negation resolved (DLPack has no such bit; both calls return t itself when it has none)."""
+    if t is None:
+        return None
+    return (t.detach() if t.requires_grad else t).resolve_conj().resolve_neg()
 
 
 def _stream(t: torch.Tensor) -> int:
@@ -73,10 +76,10 @@ def _batch(x: torch.Tensor, dim: int):
 
 
 def _linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
-             reverse: bool) -> torch.Tensor:
+                       reverse: bool) -> torch.Tensor:
     x = torch.empty_like(tokens, memory_format=torch.contiguous_format)
-    _parascan.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0,
-                                _stream(tokens))
+    _ext.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0,
+                           _stream(tokens))
     return x
 
 
@@ -88,13 +91,14 @@ def _(gates, tokens, initial, dim, reverse):
     return torch.empty_like(tokens, memory_format=torch.contiguous_format)
 
 
-def _linear_recurrence_backward(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
-                 dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _linear_recurrence_backward(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor,
+                                initial: Optional[torch.Tensor], dim: int,
+                                reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
     grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
     grad_initial = gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates))
-    _parascan.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x.contiguous()), grad_gates, grad_tokens,
-                                         dim, _host(initial), None, grad_initial, reverse, None, 0, _stream(gates))
+    _ext.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x.contiguous()), grad_gates, grad_tokens,
+                                    dim, _host(initial), None, grad_initial, reverse, None, 0, _stream(gates))
     return grad_gates, grad_tokens, grad_initial
 
 
@@ -141,7 +145,7 @@ def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
 
 def _logcumsumexp_impl(x: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _parascan.logcumsumexp(_host(x), y, dim, None, None, reverse, False, None, 0, _stream(x))
+    _ext.logcumsumexp(_host(x), y, dim, None, None, reverse, False, None, 0, _stream(x))
     return y
 
 
@@ -154,11 +158,11 @@ def _(x, dim, reverse):
 
 
 def _logcumsumexp_backward_impl(x: torch.Tensor, y: torch.Tensor, grad_y: torch.Tensor, dim: int,
-                           reverse: bool) -> torch.Tensor:
+                                reverse: bool) -> torch.Tensor:
     grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _parascan.logcumsumexp_backward(_host(x), _host(y), _host(grad_y.contiguous()), grad_x, dim, None, None, None,
-                                    reverse, False, None,
-                                    0, _stream(x))
+    _ext.logcumsumexp_backward(_host(x), _host(y), _host(grad_y.contiguous()), grad_x, dim, None, None, None,
+                               reverse, False, None,
+                               0, _stream(x))
     return grad_x
 
 
@@ -199,8 +203,8 @@ def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch
 
 def _matrix_chain_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
     products = torch.empty_like(matrices, memory_format=torch.contiguous_format)
-    _parascan.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0,
-                           _stream(matrices))
+    _ext.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0,
+                      _stream(matrices))
     return products
 
 
@@ -213,10 +217,10 @@ def _(matrices, dim, reverse, right_to_left):
 
 
 def _matrix_chain_backward_impl(matrices: torch.Tensor, products: torch.Tensor, grad_products: torch.Tensor, dim: int,
-                           reverse: bool, right_to_left: bool) -> torch.Tensor:
+                                reverse: bool, right_to_left: bool) -> torch.Tensor:
     grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
-    _parascan.matrix_chain_backward(_host(matrices), _host(products), _host(grad_products.contiguous()), grad, dim,
-                                    None, None, None, reverse, right_to_left, 0, _stream(matrices))
+    _ext.matrix_chain_backward(_host(matrices), _host(products), _host(grad_products.contiguous()), grad, dim,
+                               None, None, None, reverse, right_to_left, 0, _stream(matrices))
     return grad
 
 
@@ -262,9 +266,9 @@ def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
 
 
 def _affine_impl(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
-            reverse: bool) -> torch.Tensor:
+                 reverse: bool) -> torch.Tensor:
     x = torch.empty_like(b, memory_format=torch.contiguous_format)
-    _parascan.affine_recurrence(_host(W), _host(b), x, dim, _host(initial), None, reverse, False, 0, _stream(W))
+    _ext.affine_recurrence(_host(W), _host(b), x, dim, _host(initial), None, reverse, False, 0, _stream(W))
     return x
 
 
@@ -277,12 +281,12 @@ def _(W, b, initial, dim, reverse):
 
 
 def _affine_backward_impl(W: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor, initial: Optional[torch.Tensor],
-                     dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                          dim: int, reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_W = torch.empty_like(W, memory_format=torch.contiguous_format)
     grad_b = torch.empty_like(x, memory_format=torch.contiguous_format)
     grad_initial = x.new_empty(_batch(x, dim))
-    _parascan.affine_recurrence_backward(_host(W), _host(x), _host(grad_x.contiguous()), grad_W, grad_b, dim,
-                                         _host(initial), None, grad_initial, reverse, 0, _stream(W))
+    _ext.affine_recurrence_backward(_host(W), _host(x), _host(grad_x.contiguous()), grad_W, grad_b, dim,
+                                    _host(initial), None, grad_initial, reverse, 0, _stream(W))
     return grad_W, grad_b, grad_initial
 
 

@@ -158,3 +158,15 @@ def test_affine_recurrence_op_gradcheck_and_compile():
     torch.library.opcheck(torch.ops.parascan.affine_recurrence.default, (W.detach(), b.detach(), x0.detach(), 1, False))
     compiled = torch.compile(lambda w, v: pt.affine_recurrence(w, v, dim=1).sum(), fullgraph=True)
     assert torch.allclose(compiled(W, b), pt.affine_recurrence(W, b, dim=1).sum())
+
+
+def test_lazy_conjugates_are_refused_or_resolved():
+    a = torch.full((2, 8), 0.5, dtype=torch.complex64)
+    b = torch.full((2, 8), 1 + 1j, dtype=torch.complex64)
+    with pytest.raises(ValueError, match="lazy conjugate"):
+        parascan.linear_recurrence(a, b.conj())  # DLPack would hand over the unconjugated data
+    out = torch.empty(2, 8, dtype=torch.complex64).conj()
+    with pytest.raises(ValueError, match="lazy conjugate"):
+        parascan.linear_recurrence(a, b, out=out)
+    want = parascan.linear_recurrence(a, b.conj().resolve_conj())
+    torch.testing.assert_close(pt.linear_recurrence(a, b.conj()), want)  # parascan.torch resolves its inputs
