@@ -28,7 +28,9 @@ def _host(t: Optional[torch.Tensor]):
     negation resolved (DLPack has no such bit; both calls return t itself when it has none)."""
     if t is None:
         return None
-    return (t.detach() if t.requires_grad else t).resolve_conj().resolve_neg()
+    if t.requires_grad:
+        t = t.detach()
+    return t.resolve_conj().resolve_neg() if t.is_conj() or t.is_neg() else t  # (the dispatcher costs us)
 
 
 def _stream(t: torch.Tensor) -> int:
