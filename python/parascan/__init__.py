@@ -30,6 +30,7 @@ has_cuda = _parascan.has_cuda
 
 
 _FRAMEWORK_OF_TYPE = {}  # every call asks, for several arrays: a dictionary lookup, not string tests
+_TORCH_TYPES = set()  # the PyTorch tensor types seen so far (PyTorch need not be installed)
 
 
 def _framework(x):
@@ -41,30 +42,31 @@ def _framework(x):
         module = kind.__module__
         framework = next((name for name in ("torch", "cupy", "jax") if module.startswith(name)), "numpy")
         _FRAMEWORK_OF_TYPE[kind] = framework
+        if framework == "torch":
+            _TORCH_TYPES.add(kind)
     return framework
 
 
 _to_dlpack = None
 
 
-def _dl(x):
-    """An argument as the extension takes it: a PyTorch tensor as its DLPack capsule
-    (torch.utils.dlpack.to_dlpack costs a tenth of the tensor's __dlpack__ method, which a small call pays
-    for each of its arrays), anything else as it is. A tensor with a lazy conjugate or negation is refused:
-    DLPack has no such bit, and its data would be read or written unconjugated."""
+def _dl(tensor):
+    """A PyTorch tensor as the extension takes it: its DLPack capsule (torch.utils.dlpack.to_dlpack costs a
+    tenth of the tensor's __dlpack__ method, which a small call pays for each of its arrays). A tensor
+    with a lazy conjugate or negation is refused: DLPack has no such bit, and its data would be read or
+    written unconjugated."""
     global _to_dlpack
-    if _framework(x) != "torch":
-        return x
-    if x.is_conj() or x.is_neg():
+    if tensor.is_conj() or tensor.is_neg():
         raise ValueError("parascan: a PyTorch tensor with a lazy conjugate or negation (a view of its data, "
                          "which DLPack cannot express): pass x.resolve_conj().resolve_neg()")
     if _to_dlpack is None:
         from torch.utils.dlpack import to_dlpack as _to_dlpack
-    return _to_dlpack(x)
+    return _to_dlpack(tensor)
 
 
 class _Extension:
-    """The extension's entry points with every argument passed through _dl."""
+    """The extension's entry points with PyTorch tensors passed through _dl (every other argument as it is;
+    the Python functions have met each array's type through _framework before they call)."""
 
     def __init__(self, module):
         self._module = module
@@ -75,7 +77,7 @@ class _Extension:
             return function
 
         def call(*args):
-            return function(*map(_dl, args))
+            return function(*[_dl(a) if type(a) in _TORCH_TYPES else a for a in args])
         setattr(self, name, call)  # found directly from now on
         return call
 
@@ -223,11 +225,13 @@ def linear_recurrence(gates, tokens, dim=-1, initial=None, reverse=False, exclus
     gates, tokens = _as_array(gates), _as_array(tokens)
     x = _empty_like(tokens) if out is None else out
     offsets = _offsets(cu_seqlens)
-    batch = _batch_shape(x, dim, offsets)
-    acc = _accumulator(x)
-    final = _empty_like(x, batch, acc) if return_final else None
-    _ext.linear_recurrence(gates, tokens, x, dim, _per_sequence(initial, x, batch, "initial", acc), final,
-                           reverse, exclusive, offsets, threads, _stream(gates, stream))
+    initial_values = final = None
+    if initial is not None or return_final:  # (a small call notices the shape's computation)
+        batch, acc = _batch_shape(x, dim, offsets), _accumulator(x)
+        initial_values = _per_sequence(initial, x, batch, "initial", acc)
+        final = _empty_like(x, batch, acc) if return_final else None
+    _ext.linear_recurrence(gates, tokens, x, dim, initial_values, final, reverse, exclusive, offsets, threads,
+                           _stream(gates, stream))
     return (x, final) if return_final else x
 
 
@@ -295,10 +299,12 @@ def _scan(name, doc):
         x = _as_array(x)
         y = _empty_like(x) if out is None else out
         offsets = _offsets(cu_seqlens)
-        batch = _batch_shape(y, dim, offsets)
-        final = _empty_like(y, batch) if return_final else None
-        fn(x, y, dim, _per_sequence(initial, y, batch, "initial"), final, reverse, exclusive, offsets, threads,
-           _stream(x, stream))
+        initial_values = final = None
+        if initial is not None or return_final:
+            batch = _batch_shape(y, dim, offsets)
+            initial_values = _per_sequence(initial, y, batch, "initial")
+            final = _empty_like(y, batch) if return_final else None
+        fn(x, y, dim, initial_values, final, reverse, exclusive, offsets, threads, _stream(x, stream))
         return (y, final) if return_final else y
 
     scan.__name__ = scan.__qualname__ = name
