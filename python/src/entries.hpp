@@ -123,8 +123,8 @@ void affine_recurrence_backward(const Exec& e, const sequences<const matrix_of<S
                                 const sequences<const vector_of<S, N>>& x, const sequences<const vector_of<S, N>>& dx,
                                 const sequences<matrix_of<S, N>>& dW, const sequences<vector_of<S, N>>& db,
                                 const parascan::backward_options<state_vector_of<S, N>>& o) {
-  parascan::affine_recurrence_backward(backend(e), on_device(e, W), on_device(e, x), on_device(e, dx),
-                                       on_device(e, dW), on_device(e, db), on_device(e, o));
+  parascan::affine_recurrence_backward(backend(e), on_device(e, W), on_device(e, x), on_device(e, dx), on_device(e, dW),
+                                       on_device(e, db), on_device(e, o));
 }
 
 template <parascan::chain_order Order, class Exec, class S, int N>

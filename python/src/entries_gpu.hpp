@@ -55,31 +55,31 @@ void restore_device(int device) noexcept;
 
 // Matrix sizes and scalars of the affine recurrence and the matrix chains (as dispatch_n in parascan_ext.cpp).
 #define PYEXT_GPU_MATRIX_SIZES(X, S) X(S, 2) X(S, 3) X(S, 4) X(S, 8) X(S, 16)
-#define PYEXT_MATRIX_CHAIN_ORDER(PREFIX, ORDER, S, N)                                                      \
-  PREFIX template void pyext::matrix_chain<parascan::chain_order::ORDER, pyext::gpu, S, N>(                \
-      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                         \
-      const parascan::sequences<pyext::matrix_of<S, N>>&, const parascan::options<pyext::matrix_of<S, N>>&); \
-  PREFIX template void pyext::matrix_chain_product<parascan::chain_order::ORDER, pyext::gpu, S, N>(        \
-      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&, pyext::matrix_of<S, N>*, \
-      const parascan::options<pyext::matrix_of<S, N>>&);                                                   \
-  PREFIX template void pyext::matrix_chain_backward<parascan::chain_order::ORDER, pyext::gpu, S, N>(       \
-      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                         \
-      const parascan::sequences<const pyext::matrix_of<S, N>>&,                                            \
+#define PYEXT_MATRIX_CHAIN_ORDER(PREFIX, ORDER, S, N)                                                               \
+  PREFIX template void pyext::matrix_chain<parascan::chain_order::ORDER, pyext::gpu, S, N>(                         \
+      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                                  \
+      const parascan::sequences<pyext::matrix_of<S, N>>&, const parascan::options<pyext::matrix_of<S, N>>&);        \
+  PREFIX template void pyext::matrix_chain_product<parascan::chain_order::ORDER, pyext::gpu, S, N>(                 \
+      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&, pyext::matrix_of<S, N>*,         \
+      const parascan::options<pyext::matrix_of<S, N>>&);                                                            \
+  PREFIX template void pyext::matrix_chain_backward<parascan::chain_order::ORDER, pyext::gpu, S, N>(                \
+      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                                  \
+      const parascan::sequences<const pyext::matrix_of<S, N>>&,                                                     \
       const parascan::sequences<const pyext::matrix_of<S, N>>&, const parascan::sequences<pyext::matrix_of<S, N>>&, \
       const parascan::backward_options<pyext::matrix_of<S, N>>&);
-#define PYEXT_MATRIX_CHAIN(PREFIX, S, N)                    \
+#define PYEXT_MATRIX_CHAIN(PREFIX, S, N)                \
   PYEXT_MATRIX_CHAIN_ORDER(PREFIX, left_to_right, S, N) \
   PYEXT_MATRIX_CHAIN_ORDER(PREFIX, right_to_left, S, N)
-#define PYEXT_AFFINE(PREFIX, S, N)                                                                          \
-  PREFIX template void pyext::affine_recurrence<pyext::gpu, S, N>(                                          \
-      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                          \
+#define PYEXT_AFFINE(PREFIX, S, N)                                                                                  \
+  PREFIX template void pyext::affine_recurrence<pyext::gpu, S, N>(                                                  \
+      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                                  \
       const parascan::sequences<const pyext::vector_of<S, N>>&, const parascan::sequences<pyext::vector_of<S, N>>&, \
-      const parascan::options<pyext::state_vector_of<S, N>>&);                                              \
-  PREFIX template void pyext::affine_recurrence_backward<pyext::gpu, S, N>(                                 \
-      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                          \
-      const parascan::sequences<const pyext::vector_of<S, N>>&,                                             \
+      const parascan::options<pyext::state_vector_of<S, N>>&);                                                      \
+  PREFIX template void pyext::affine_recurrence_backward<pyext::gpu, S, N>(                                         \
+      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                                  \
+      const parascan::sequences<const pyext::vector_of<S, N>>&,                                                     \
       const parascan::sequences<const pyext::vector_of<S, N>>&, const parascan::sequences<pyext::matrix_of<S, N>>&, \
-      const parascan::sequences<pyext::vector_of<S, N>>&,                                                   \
+      const parascan::sequences<pyext::vector_of<S, N>>&,                                                           \
       const parascan::backward_options<pyext::state_vector_of<S, N>>&);
 
 #define PYEXT_DECLARE_LINEAR(T) PYEXT_LINEAR_FORWARD(extern, T) PYEXT_LINEAR_BACKWARD(extern, T)

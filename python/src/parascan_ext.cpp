@@ -125,7 +125,8 @@ void with_backend(const A& first, const std::string& name, unsigned threads, std
     device_scope scope(first.device_id());
     return f(pyext::gpu{stream});
   }
-  parascan::detail::fail(name, "a host or CUDA array, got one on " + device_name(first.device_type(), first.device_id()));
+  parascan::detail::fail(name,
+                         "a host or CUDA array, got one on " + device_name(first.device_type(), first.device_id()));
 #else
   (void)stream;
   parascan::detail::fail(name, "a host array (this build of the extension has the host backend only), got one on " +
@@ -528,8 +529,8 @@ void affine_recurrence(const in_array& W, const in_array& b, const out_array& ou
       o.initial = reinterpret_cast<const state_vector*>(per_sequence<S>(initial, x.count() * N, "initial"));
       o.final = reinterpret_cast<state_vector*>(per_sequence<S>(final, x.count() * N, "final"));
       named({"W", "b"}, [&] {
-        pyext::affine_recurrence<std::decay_t<decltype(exec)>, S, N.value>(
-            exec, view_at<const M>(W.data(), sw, plan), view_at<const V>(b.data(), sb, plan), x, o);
+        pyext::affine_recurrence<std::decay_t<decltype(exec)>, S, N.value>(exec, view_at<const M>(W.data(), sw, plan),
+                                                                           view_at<const V>(b.data(), sb, plan), x, o);
       });
     });
   });

@@ -1,15 +1,13 @@
 // Which memory parascan::cuda takes: the current device's and managed memory; host memory (pageable or
 // pinned) and another device's memory are refused with the argument named and nothing written. The
 // other-device cases need two GPUs (skipped with a message on one).
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
-#include <cuda_runtime.h>
-
 #include <cmath>
-#include <vector>
-
 #include <parascan/cuda.cuh>
 #include <parascan/ops/basic.hpp>
+#include <vector>
 
 namespace {
 
@@ -49,13 +47,13 @@ TEST_CASE("host memory, pageable or pinned, is refused with the argument named, 
   float* pinned = nullptr;
   check(cudaMallocHost(&pinned, T * sizeof(float)));
   for (float* host : {pageable.data(), pinned})
-    CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(host, 1, 1, T),
-                                          parascan::bdt(y.p, 1, 1, T)),
-                         doctest::Contains("inputs[0].data: device memory"), parascan::error);
+    CHECK_THROWS_WITH_AS(
+        parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(host, 1, 1, T), parascan::bdt(y.p, 1, 1, T)),
+        doctest::Contains("inputs[0].data: device memory"), parascan::error);
   device_floats x(T, 1.0f);
-  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T),
-                                        parascan::bdt(pinned, 1, 1, T)),
-                       doctest::Contains("output.data: device memory"), parascan::error);
+  CHECK_THROWS_WITH_AS(
+      parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T), parascan::bdt(pinned, 1, 1, T)),
+      doctest::Contains("output.data: device memory"), parascan::error);
   check(cudaFreeHost(pinned));
   CHECK(all_nan(y.read()));
 }
@@ -85,13 +83,12 @@ TEST_CASE("another device's memory is refused, naming both devices, nothing writ
   check(cudaMemcpy(other_offsets, offsets_host.data(), offsets_host.size() * sizeof(index_t), cudaMemcpyHostToDevice));
   check(cudaSetDevice(0));
   device_floats x(T, 1.0f), y(T, NAN);
-  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(other.p, 1, 1, T),
-                                        parascan::bdt(y.p, 1, 1, T)),
-                       doctest::Contains("inputs[0].data: memory of the current device (0), got memory of device 1"),
-                       parascan::error);
-  CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T),
-                                        parascan::bdt(other.p, 1, 1, T)),
-                       doctest::Contains("output.data: memory of the current device (0)"), parascan::error);
+  CHECK_THROWS_WITH_AS(
+      parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(other.p, 1, 1, T), parascan::bdt(y.p, 1, 1, T)),
+      doctest::Contains("inputs[0].data: memory of the current device (0), got memory of device 1"), parascan::error);
+  CHECK_THROWS_WITH_AS(
+      parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T), parascan::bdt(other.p, 1, 1, T)),
+      doctest::Contains("output.data: memory of the current device (0)"), parascan::error);
   CHECK_THROWS_WITH_AS(parascan::cumsum(parascan::cuda{}, parascan::packed_td<const float>(x.p, other_offsets, 2, 1),
                                         parascan::packed_td(y.p, other_offsets, 2, 1)),
                        doctest::Contains("got memory of device 1"), parascan::error);
