@@ -18,19 +18,20 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _ext, _torch_current_stream
+from . import _TORCH_TYPES, _ext, _torch_current_stream
 
 __all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
     """An input tensor as the extension takes it: detached where it requires grad, a lazy conjugate or
-    negation resolved (DLPack has no such bit; both calls return t itself when it has none)."""
+    negation resolved (DLPack has no such bit)."""
     if t is None:
         return None
     if t.requires_grad:
         t = t.detach()
-    return t.resolve_conj().resolve_neg() if t.is_conj() or t.is_neg() else t  # (the dispatcher costs us)
+    # (resolve_* pass through the dispatcher even when they return t: test the bits first)
+    return t.resolve_conj().resolve_neg() if t.is_conj() or t.is_neg() else t
 
 
 def _stream(t: torch.Tensor) -> int:
@@ -57,6 +58,7 @@ def _eager_function(forward, setup_context, backward):
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+_TORCH_TYPES.update(_PLAIN)  # they reach the extension as DLPack capsules (parascan._dl)
 
 
 def _call(op, eager, *args):
