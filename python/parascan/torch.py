@@ -135,15 +135,56 @@ _forward.register_autograd(_gradient(_backward_op), setup_context=_setup_context
 _LinearRecurrence = _eager_function(_linear_recurrence, _setup_context, _gradient(_linear_recurrence_backward))
 
 
+# The same recurrence keeping its inputs instead of x for the backward pass, which runs the forward again
+# (one more pass over the data) to rebuild x: x's memory is not held between the passes.
+def _linear_recurrence_recompute(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+                                 reverse: bool) -> torch.Tensor:
+    return _linear_recurrence(gates, tokens, initial, dim, reverse)
+
+
+_forward_recompute = torch.library.custom_op("parascan::linear_recurrence_recompute", _linear_recurrence_recompute,
+                                             mutates_args=())
+
+
+@_forward_recompute.register_fake
+def _(gates, tokens, initial, dim, reverse):
+    return torch.empty_like(tokens, memory_format=torch.contiguous_format)
+
+
+def _setup_recompute(ctx, inputs, output):
+    gates, tokens, initial, dim, reverse = inputs
+    ctx.save_for_backward(gates, tokens, initial)
+    ctx.dim, ctx.reverse = dim, reverse
+
+
+def _recompute_gradient(forward, backward):
+    def grad(ctx, grad_x):
+        gates, tokens, initial = ctx.saved_tensors
+        x = forward(gates, tokens, initial, ctx.dim, ctx.reverse)
+        grad_gates, grad_tokens, grad_initial = backward(gates, x, grad_x, initial, ctx.dim, ctx.reverse)
+        return grad_gates, grad_tokens, (grad_initial if initial is not None else None), None, None
+    return grad
+
+
+_forward_recompute.register_autograd(_recompute_gradient(_forward, _backward_op), setup_context=_setup_recompute)
+_LinearRecurrenceRecompute = _eager_function(_linear_recurrence, _setup_recompute,
+                                             _recompute_gradient(_linear_recurrence, _linear_recurrence_backward))
+
+
 def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
-                      initial: Optional[torch.Tensor] = None, reverse: bool = False) -> torch.Tensor:
+                      initial: Optional[torch.Tensor] = None, reverse: bool = False,
+                      recompute: bool = False) -> torch.Tensor:
     """x[t] = gates[t] * x[t-1] + tokens[t] along ``dim``, x[-1] = ``initial`` (shape: the batch, i.e. the
-    tensors' shape without ``dim``; default 0), differentiable in gates, tokens and initial."""
+    tensors' shape without ``dim``; default 0), differentiable in gates, tokens and initial. ``recompute``:
+    autograd keeps tokens instead of x and the backward pass runs the forward again (x's memory is freed
+    once nothing else holds x: a win where tokens are kept anyway and x is not, at the cost of a pass)."""
     if not -gates.dim() <= dim < gates.dim():
         raise ValueError("parascan: dim: an axis of gates (%d axes), got %d" % (gates.dim(), dim))
     dim %= gates.dim()
     if initial is not None:
         initial = initial.to(dtype=_accumulator(tokens)).expand(_batch(tokens, dim)).contiguous()
+    if recompute:
+        return _call(_forward_recompute, _LinearRecurrenceRecompute, gates, tokens, initial, dim, reverse)
     return _call(_forward, _LinearRecurrence, gates, tokens, initial, dim, reverse)
 
 

@@ -170,3 +170,29 @@ def test_lazy_conjugates_are_refused_or_resolved():
         parascan.linear_recurrence(a, b, out=out)
     want = parascan.linear_recurrence(a, b.conj().resolve_conj())
     torch.testing.assert_close(pt.linear_recurrence(a, b.conj()), want)  # parascan.torch resolves its inputs
+
+
+def test_recompute_gives_the_same_gradients_and_saves_no_output():
+    g = torch.Generator().manual_seed(SEED)
+    a = (0.5 + 0.5 * torch.rand(2, 3, 40, generator=g, dtype=torch.float64)).requires_grad_()
+    b = torch.randn(2, 3, 40, generator=g, dtype=torch.float64, requires_grad=True)
+    x0 = torch.randn(2, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    for reverse in (False, True):
+        assert torch.autograd.gradcheck(
+            lambda u, v, i: pt.linear_recurrence(u, v, initial=i, reverse=reverse, recompute=True), (a, b, x0)), SEED
+        w = torch.randn(2, 3, 40, generator=g, dtype=torch.float64)
+        want = torch.autograd.grad((pt.linear_recurrence(a, b, initial=x0, reverse=reverse) * w).sum(), (a, b, x0))
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+            x = pt.linear_recurrence(a, b, initial=x0, reverse=reverse, recompute=True)
+        assert not any(t.data_ptr() == x.data_ptr() for t in saved)  # the inputs are kept, not x
+        got = torch.autograd.grad((x * w).sum(), (a, b, x0))
+        for gg, ww in zip(got, want):
+            torch.testing.assert_close(gg, ww, rtol=0, atol=1e-12)
+    torch.library.opcheck(torch.ops.parascan.linear_recurrence_recompute.default,
+                          (a.detach(), b.detach(), x0.detach(), 2, False))
+    compiled = torch.compile(lambda u, v: pt.linear_recurrence(u, v, recompute=True).square().sum(), fullgraph=True)
+    ga, gb = torch.autograd.grad(compiled(a, b), (a, b))
+    wa, wb = torch.autograd.grad(pt.linear_recurrence(a, b).square().sum(), (a, b))
+    torch.testing.assert_close(ga, wa)
+    torch.testing.assert_close(gb, wb)
