@@ -117,6 +117,8 @@ def _(gates, x, grad_x, initial, dim, reverse):
             gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates)))
 
 
+# A recurrence's inputs are (gates or W, tokens or b, initial, dim, reverse) and its backward pass reads
+# the gates, the outputs x and the initial state: the linear and affine recurrences share these two.
 def _setup_context(ctx, inputs, output):
     gates, _tokens, initial, dim, reverse = inputs
     ctx.save_for_backward(gates, output, initial)
@@ -158,6 +160,7 @@ def _setup_recompute(ctx, inputs, output):
 
 
 def _recompute_gradient(forward, backward):
+    """_gradient's, with x rebuilt by `forward` from the saved gates and tokens."""
     def grad(ctx, grad_x):
         gates, tokens, initial = ctx.saved_tensors
         x = forward(gates, tokens, initial, ctx.dim, ctx.reverse)
@@ -345,22 +348,8 @@ def _(W, x, grad_x, initial, dim, reverse):
             torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(_batch(x, dim)))
 
 
-def _affine_setup(ctx, inputs, output):
-    W, _b, initial, dim, reverse = inputs
-    ctx.save_for_backward(W, output, initial)
-    ctx.dim, ctx.reverse = dim, reverse
-
-
-def _affine_gradient(backward):
-    def grad(ctx, grad_x):
-        W, x, initial = ctx.saved_tensors
-        grad_W, grad_b, grad_initial = backward(W, x, grad_x, initial, ctx.dim, ctx.reverse)
-        return grad_W, grad_b, (grad_initial if initial is not None else None), None, None
-    return grad
-
-
-_affine.register_autograd(_affine_gradient(_affine_backward), setup_context=_affine_setup)
-_AffineRecurrence = _eager_function(_affine_impl, _affine_setup, _affine_gradient(_affine_backward_impl))
+_affine.register_autograd(_gradient(_affine_backward), setup_context=_setup_context)
+_AffineRecurrence = _eager_function(_affine_impl, _setup_context, _gradient(_affine_backward_impl))
 
 
 def affine_recurrence(W: torch.Tensor, b: torch.Tensor, dim: int = -1, initial: Optional[torch.Tensor] = None,
