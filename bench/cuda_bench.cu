@@ -922,6 +922,77 @@ void run_matrix_chain(context& ctx, record& r, index_t count, index_t T) {
       [&] { return check_matrix_chain(ctx, vm, vp, pick(count), 1e-4); });
 }
 
+/// Orthogonal N x N factors (Householder reflections I - 2 v v^T / v^T v, 997 distinct ones repeated):
+/// products of any length stay of norm 1, so every entry is checked against an absolute tolerance.
+template <int N>
+void fill_reflections(Eigen::Matrix<float, N, N>* d, std::size_t n) {
+  using M = Eigen::Matrix<float, N, N>;
+  std::mt19937_64 g(31);
+  std::normal_distribution<double> normal;
+  std::vector<M> pool(997);
+  for (M& m : pool) {
+    Eigen::Matrix<double, N, 1> v;
+    for (int i = 0; i < N; ++i) v[i] = normal(g);
+    m = (Eigen::Matrix<double, N, N>::Identity() - (2 / v.squaredNorm()) * v * v.transpose()).template cast<float>();
+  }
+  std::vector<M> block(std::min<std::size_t>(n, 1 << 16));
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = pool[i % pool.size()];
+  for (std::size_t i = 0; i < n; i += block.size())
+    check(cudaMemcpy(d + i, block.data(), std::min(block.size(), n - i) * sizeof(M), cudaMemcpyHostToDevice), "fill");
+}
+
+/// The fp64 products of sequence s's factors (left_to_right) against `got` (its outputs, or only its total
+/// when `total_only`); error: the largest entry difference (the exact products are orthogonal).
+template <int N>
+error_meter check_products(context& ctx, const parascan::sequences<const Eigen::Matrix<float, N, N>>& in,
+                           const Eigen::Matrix<float, N, N>* got, const std::vector<index_t>& seqs, bool total_only) {
+  using M = Eigen::Matrix<float, N, N>;
+  using MD = Eigen::Matrix<double, N, N>;
+  const index_t T = in.length;
+  error_meter m{4 * 1.2e-7 * std::sqrt(double(N)) * (1 + std::sqrt(double(T)))};
+  std::vector<M> h(static_cast<std::size_t>(T)), y(static_cast<std::size_t>(total_only ? 1 : T));
+  for (index_t s : seqs) {
+    check(cudaMemcpy(h.data(), in.begin_of(s), h.size() * sizeof(M), cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(y.data(), got + (total_only ? s : s * T), y.size() * sizeof(M), cudaMemcpyDeviceToHost),
+          "download");
+    MD P = MD::Identity();
+    for (index_t t = 0; t < T; ++t) {
+      P = P * h[std::size_t(t)].template cast<double>();
+      if (total_only && t < T - 1) continue;
+      const M& out = y[total_only ? 0 : std::size_t(t)];
+      m.add((out.template cast<double>() - P).cwiseAbs().maxCoeff(), s, t, out(0, 0), P(0, 0));
+    }
+  }
+  (void)ctx;
+  return m;
+}
+
+/// Cumulative products of N x N fp32 matrices, left_to_right, over (B, T) chains (matrix_chain).
+template <int N>
+void run_matrix_prefix(context& ctx, record& r, index_t B, index_t T) {
+  using M = Eigen::Matrix<float, N, N>;
+  const std::size_t n = std::size_t(B * T);
+  device_array<M> m(n), p(n);
+  fill_reflections<N>(m.p, n);
+  const auto vm = parascan::bdt<const M>(m.p, B, 1, T);
+  const auto vp = parascan::bdt(p.p, B, 1, T);
+  measure(
+      ctx, r, [&] { p.poison(); }, [&] { parascan::matrix_chain(parascan::cuda{}, vm, vp); },
+      [&] { return check_products<N>(ctx, vm, p.p, pick(B), false); });
+}
+
+/// The product of each of B chains of T N x N fp32 matrices (matrix_chain_product).
+template <int N>
+void run_matrix_reduce(context& ctx, record& r, index_t B, index_t T) {
+  using M = Eigen::Matrix<float, N, N>;
+  device_array<M> m(static_cast<std::size_t>(B * T)), total(static_cast<std::size_t>(B));
+  fill_reflections<N>(m.p, m.n);
+  const auto vm = parascan::bdt<const M>(m.p, B, 1, T);
+  measure(
+      ctx, r, [&] { total.poison(); }, [&] { parascan::matrix_chain_product(parascan::cuda{}, vm, total.p); },
+      [&] { return check_products<N>(ctx, vm, total.p, pick(B), true); });
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The cases.
 
@@ -1000,6 +1071,23 @@ std::vector<bench_case> make_cases(bool sweep) {
       1024, 8 * 64 + 12 * 8, 1024 * 2048, false, [=](context& c, record& r) { run_affine_backward<8>(c, r, 1024, 2048); });
   add("parascan", "matrix_chain_backward 4x4", "matrix_chain_backward", "fp32", "bdt", {1, 4096, 2048}, 2048, 4096,
       256, 4096 * 2048, false, [=](context& c, record& r) { run_chain_backward(c, r, 4096, 2048); });
+  // Matrix products (issue 8's cases): prefix over (B, 1024) chains of N x N fp32, 2^26 floats in all
+  // (8 bytes a float: read, written); the product of one chain of 1000 (4 bytes a float read).
+  const auto matrices = [&](auto size) {
+    constexpr int N = decltype(size)::value;
+    const long long chains = (1LL << 26) / (1024LL * N * N);
+    add("parascan", "matrix_chain " + std::to_string(N) + "x" + std::to_string(N), "matrix_chain", "fp32", "bt",
+        {chains, 1024, N, N}, 1024, chains, 8.0 * N * N, chains * 1024, N == 16,
+        [=](context& c, record& r) { run_matrix_prefix<N>(c, r, chains, 1024); });
+    add("parascan", "matrix_chain_product " + std::to_string(N) + "x" + std::to_string(N), "matrix_chain_product",
+        "fp32", "bt", {1, 1000, N, N}, 1000, 1, 4.0 * N * N, 1000, N == 16,
+        [=](context& c, record& r) { run_matrix_reduce<N>(c, r, 1, 1000); });
+  };
+  matrices(std::integral_constant<int, 2>{});
+  matrices(std::integral_constant<int, 4>{});
+  matrices(std::integral_constant<int, 8>{});
+  matrices(std::integral_constant<int, 16>{});
+  matrices(std::integral_constant<int, 32>{});
   add("parascan", "reduce_scan linear_recurrence", "linear_recurrence (final state)", "fp32", "bdt", bdt_shape(65536),
       65536, B * D, 8, B * D * 65536, false, [=](context& c, record& r) { run_reduce(c, r, B, D, 65536); });
   for (long long T : {4096, 65536})

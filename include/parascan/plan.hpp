@@ -28,8 +28,9 @@ struct batch_shape {
 /// - block: a whole block, warp scans then warp totals through shared memory;
 /// - warp: a warp (several sequences per block), no block barrier;
 /// - thread: one thread, sequentially (large states);
-/// - channel: a warp on 32 adjacent sequences, lane = sequence, each lane sequentially in time ((B, T, D)).
-enum class group_kind { block, warp, thread, channel };
+/// - channel: a warp on 32 adjacent sequences, lane = sequence, each lane sequentially in time ((B, T, D));
+/// - product: a warp, sequentially in time, each matrix product spread over its lanes (matrix_form.hpp).
+enum class group_kind { block, warp, thread, channel, product };
 
 constexpr const char* name_of(group_kind g) {
   switch (g) {
@@ -37,6 +38,7 @@ constexpr const char* name_of(group_kind g) {
     case group_kind::warp: return "warp";
     case group_kind::thread: return "thread";
     case group_kind::channel: return "channel";
+    case group_kind::product: return "product";
   }
   return "?";
 }
@@ -59,6 +61,7 @@ struct policy_values {
 constexpr group_kind choose_group(const policy_values& p, const batch_shape& shape) {
   constexpr index_t warp_threads = 32;
   if (p.combine == combine_variant::sequential) return group_kind::thread;
+  if (p.combine == combine_variant::warp_product) return group_kind::product;
   if (shape.adjacent_sequences && shape.count >= warp_threads && p.state_bytes <= 32) return group_kind::channel;
   if (p.combine == combine_variant::warp) return group_kind::warp;
   if (p.combine == combine_variant::automatic && shape.max_length <= 2 * warp_threads * p.items)
@@ -76,6 +79,7 @@ constexpr group_geometry geometry_of(group_kind g, const policy_values& p) {
     case group_kind::warp: return {32, p.threads / 32, 1};
     case group_kind::thread: return {1, p.threads, 1};
     case group_kind::channel: return {1, 1, 32};  // one-warp blocks, whatever the policy's block size
+    case group_kind::product: return {32, p.threads / 32, 1};
   }
   return {p.threads, 1, 1};
 }
@@ -109,11 +113,13 @@ struct scan_plan {
 /// Sequential threads need more segments in flight than resident threads to hide their latency. A
 /// channel group keeps several stages of its 32 sequences in flight (12 KiB for fp32 pairs), so two a
 /// multiprocessor fill the memory pipeline: splitting (which reads the inputs twice) waits until there are
-/// fewer than that; its tile is the 16 steps of a stage of fp32 pairs. A skewed batch (packed, its longest
-/// sequence alone more than four times the balanced share of the steps, i.e. all of them over the resident
-/// groups) is split too, ragged: each group into segments of a quarter of that share (at least four
-/// tiles), as many as its longest sequence needs, so the long sequences spread over four times the
-/// resident groups (one warp per long segment moves too few bytes to make up for the short ones).
+/// fewer than that; its tile is the 16 steps of a stage of fp32 pairs. A product group's tile is 8 steps
+/// (8 matrix products: a single chain splits into many short segments, whose totals are scanned again).
+/// A skewed batch (packed, its longest sequence alone more than four times the balanced share of the
+/// steps, i.e. all of them over the resident groups) is split too, ragged: each group into segments of a
+/// quarter of that share (at least four tiles), as many as its longest sequence needs, so the long
+/// sequences spread over four times the resident groups (one warp per long segment moves too few bytes to
+/// make up for the short ones).
 inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch_shape& shape, int multiprocessors,
                            int blocks_per_multiprocessor) {
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
@@ -122,7 +128,10 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   plan.geometry = geometry_of(group, p);
   const bool sequential = group == group_kind::thread;
   const bool channel = group == group_kind::channel;
-  plan.tile = sequential ? 64 : channel ? 16 : index_t(plan.geometry.threads) * p.items;
+  plan.tile = sequential                     ? 64
+              : channel                      ? 16
+              : group == group_kind::product ? 8
+                                             : index_t(plan.geometry.threads) * p.items;
   plan.resident = channel ? index_t(std::max(multiprocessors, 1)) * 2
                           : index_t(std::max(multiprocessors, 1)) * std::max(blocks_per_multiprocessor, 1) *
                                 plan.geometry.groups_per_block * (sequential ? 2 : 1);

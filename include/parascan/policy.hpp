@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "config.hpp"
+#include "matrix_form.hpp"
 #include "operator_traits.hpp"
 
 namespace parascan {
@@ -31,8 +32,10 @@ struct host_policy {
 /// - warp: a warp per sequence (or segment) at every length: no block barrier per tile, more sequences
 ///   in flight;
 /// - sequential: each thread scans its own segment in time order (large states, where a parallel combine
-///   costs more work than it saves).
-enum class combine_variant { automatic, block, warp, sequential };
+///   costs more work than it saves);
+/// - warp_product: a warp per segment in time order, each product spread over the warp's lanes (operators
+///   with a matrix_form, matrix_form.hpp: matrices too large for one thread's registers).
+enum class combine_variant { automatic, block, warp, sequential, warp_product };
 
 /// CUDA engine tuning. Threads: threads per block; Items: consecutive steps each thread combines in
 /// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps);
@@ -110,9 +113,12 @@ struct default_policy<Op, arch::sm90> {
       family == state_family::scalar, cuda_policy<128, 4, combine_variant::warp, 8, 3>,
       std::conditional_t<
           family == state_family::pair, cuda_policy<128, 4, combine_variant::warp, 8, 4>,
-          std::conditional_t<family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
-                             std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,
-                                                cuda_policy<128, 1, combine_variant::sequential>>>>>;
+          std::conditional_t<
+              family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
+              std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,
+                                 std::conditional_t<matrix_form<Op>::available,
+                                                    cuda_policy<128, 1, combine_variant::warp_product, 1, 3>,
+                                                    cuda_policy<128, 1, combine_variant::sequential>>>>>>;
 };
 
 template <class Op, class Arch>

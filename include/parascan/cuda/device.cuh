@@ -9,7 +9,9 @@
 //  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
 //    sequentially in time, inputs staged row by row (channel.cuh);
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
-//    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread).
+//    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
+//  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
+//    sequentially in time, each product spread over its lanes (matrix.cuh).
 #pragma once
 
 #include <algorithm>
@@ -257,12 +259,18 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, launched, stream);
 }
 
+/// The matrix strategy (matrix.cuh, included at the end of this file).
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream);
+
 template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
 void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& longest_in,
          temp_allocator& alloc, cudaStream_t stream) {
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
-  if constexpr (Policy::combine == combine_variant::sequential) {
+  if constexpr (Policy::combine == combine_variant::warp_product) {
+    run_products<Policy, WRITE>(a, shape, alloc, stream);
+  } else if constexpr (Policy::combine == combine_variant::sequential) {
     run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
   } else {
     if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::warp)
@@ -279,3 +287,5 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 }
 
 }  // namespace parascan::engine
+
+#include "matrix.cuh"

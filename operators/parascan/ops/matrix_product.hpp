@@ -22,8 +22,9 @@
 #include <Eigen/Core>
 
 #include <parascan/config.hpp>
-#include <parascan/layout.hpp>
 #include <parascan/inputs.hpp>
+#include <parascan/layout.hpp>
+#include <parascan/matrix_form.hpp>
 #include <parascan/options.hpp>
 #include <parascan/shifted.hpp>
 #include <parascan/validate.hpp>
@@ -100,6 +101,16 @@ struct matrix_chain_adjoint {
 namespace parascan {
 
 using ops::chain_order;
+
+/// The CUDA engine spreads products of float or double matrices over a warp's lanes (matrix_form.hpp).
+/// A row-major M stores the transpose, on which the order's side is the other one.
+template <class M, chain_order Order>
+struct matrix_form<ops::matrix_product<M, Order>> {
+  using scalar = typename M::Scalar;
+  static constexpr bool available = std::is_same<scalar, float>::value || std::is_same<scalar, double>::value;
+  static constexpr int size = M::RowsAtCompileTime;
+  static constexpr bool later_on_right = (Order == chain_order::left_to_right) != bool(M::IsRowMajor);
+};
 
 /// Cumulative products: out[t] = M[0] ... M[t] (left_to_right) or M[t] ... M[0] (right_to_left) for every
 /// sequence. `in` and `out` are views of one Eigen fixed-size square matrix type.

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The matrix peer in the same run: torch_parallel_scan's method, timed on parascan_bench_cuda's matrix cases.
+
+torch_parallel_scan (glassroom/torch_parallel_scan, on PyPI only as source) scans with PyTorch's matmul
+over log2(n) levels of a tree. The same method is written here in a few lines (not its code): the prefix
+doubles the span each level (P[t] = P[t - 2^k] P[t] for t >= 2^k, left to right), the reduction
+multiplies adjacent pairs each level (an odd one left carries over). Cases, as the C++ bench's: the prefix
+over (B, 1024) chains of N x N fp32 matrices, 2^26 floats in all, and the product of one chain of 1000, for
+N = 2, 4, 8, 16, 32. Inputs are random orthogonal matrices (QR of Gaussian ones); results are checked
+against a sequential fp64 product of one chain (FAIL is recorded, not timed). Timing as peers.py: CUDA
+events, median of --runs after --warmup, a 256 MiB buffer rewritten before each run (L2 flush).
+
+    python3 bench/matrix_peers.py [--json FILE] [--commit SHA] [--copy-gbs GBS] [--runs N] [--warmup N]
+
+JSON: a list of records with parascan_bench_cuda's fields (impl, case, op, dtype, layout, shape, T,
+sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, device, commit, status).
+"""
+import argparse
+import json
+import math
+import statistics
+import sys
+
+SIZES = (2, 4, 8, 16, 32)
+IMPL = "torch tree (torch_parallel_scan's method)"
+
+
+def prefix_tree(torch, x):
+    """Cumulative products over dim -3, left to right, in ceil(log2 n) levels of batched matmul."""
+    n, span = x.shape[-3], 1
+    while span < n:
+        x = torch.cat([x[..., :span, :, :], torch.matmul(x[..., :-span, :, :], x[..., span:, :, :])], dim=-3)
+        span *= 2
+    return x
+
+
+def reduce_tree(torch, x):
+    """The product of all matrices over dim -3, left to right, adjacent pairs each level."""
+    while x.shape[-3] > 1:
+        n = x.shape[-3]
+        pairs = torch.matmul(x[..., 0:n - 1:2, :, :], x[..., 1:n:2, :, :])
+        x = torch.cat([pairs, x[..., n - 1:, :, :]], dim=-3) if n % 2 else pairs
+    return x[..., 0, :, :]
+
+
+def median_ms(torch, fn, runs, warmup):
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(runs):
+        flush.fill_(i & 0xFF)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def orthogonal(torch, shape, generator):
+    q, r = torch.linalg.qr(torch.randn(shape, device="cuda", generator=generator, dtype=torch.float64))
+    return (q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)).float()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--json", default="")
+    p.add_argument("--commit", default="unknown")
+    p.add_argument("--copy-gbs", type=float, default=None)
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    args = p.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("matrix_peers.py: PyTorch is not installed; nothing to time")
+        return 0
+    if not torch.cuda.is_available():
+        print("matrix_peers.py: no CUDA device; nothing to time")
+        return 0
+    g = torch.Generator(device="cuda")
+    g.manual_seed(7)
+    records = []
+    for N in SIZES:
+        chains = (1 << 26) // (1024 * N * N)
+        for kind, shape, T, count in (("matrix_chain", (chains, 1024, N, N), 1024, chains),
+                                      ("matrix_chain_product", (1, 1000, N, N), 1000, 1)):
+            pool = orthogonal(torch, (min(997, T), N, N), g)
+            x = pool.repeat((T + pool.shape[0] - 1) // pool.shape[0], 1, 1)[:T].expand(count, T, N, N).contiguous()
+            prefix = kind == "matrix_chain"
+            fn = (lambda: prefix_tree(torch, x)) if prefix else (lambda: reduce_tree(torch, x))
+            bytes_moved = (8.0 if prefix else 4.0) * count * T * N * N
+            rec = {"impl": IMPL, "case": "%s %dx%d" % (kind, N, N), "op": kind, "dtype": "fp32", "layout": "bt",
+                   "shape": list(shape), "T": T, "sequences": count, "bytes": bytes_moved, "ms": None, "gbs": None,
+                   "fraction_of_copy": None, "copy_gbs": args.copy_gbs, "max_error": None,
+                   "tolerance": 4 * 1.2e-7 * math.sqrt(N) * (1 + math.sqrt(T)) * (4 if prefix else 1),
+                   "device": torch.cuda.get_device_name(0), "commit": args.commit, "status": "skipped"}
+            try:
+                got = fn()
+                ref, worst = torch.eye(N, dtype=torch.float64, device="cuda"), 0.0
+                for t in range(T):
+                    ref = ref @ x[0, t].double()
+                    if prefix or t == T - 1:
+                        out = got[0, t] if prefix else got[0]
+                        worst = max(worst, (out.double() - ref).abs().max().item())
+                rec["max_error"] = worst
+                if not worst <= rec["tolerance"]:
+                    rec["status"] = "FAIL"
+                else:
+                    rec["ms"] = median_ms(torch, fn, args.runs, args.warmup)
+                    rec["gbs"] = bytes_moved / rec["ms"] / 1e6
+                    if args.copy_gbs:
+                        rec["fraction_of_copy"] = rec["gbs"] / args.copy_gbs
+                    rec["status"] = "ok"
+            except torch.cuda.OutOfMemoryError as e:
+                rec["status"], rec["note"] = "skipped", "out of memory: %s" % str(e).split("\n")[0]
+            del x
+            torch.cuda.empty_cache()
+            print("%-44s %-26s %-18s %10s ms  %s" % (IMPL, rec["case"], rec["shape"],
+                                                      "%.4f" % rec["ms"] if rec["ms"] else "-", rec["status"]))
+            records.append(rec)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
+    return 1 if any(r["status"] == "FAIL" for r in records) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+// Matrix strategy: scans whose state is an N x N matrix combined by a matrix product (an operator with a
+// matrix_form, matrix_form.hpp), too large for one thread's registers. A warp walks a segment in time
+// order; each product is spread over its lanes: lane l owns row l % N of the state and, when several
+// lanes share a row, a run of its columns. The state lives in shared memory (its rows padded apart, so
+// that lanes reading their own rows hit different banks) and in the owning lanes' registers; the next
+// factors are staged into shared memory by cp.async, STAGES - 1 steps ahead. Every operand a lane reads
+// from another lane's part is a 16-byte broadcast (a factor's column, or a row of the state).
+//
+// Few long sequences are cut into segments of a few tiles (8 steps a tile): each segment folds its
+// product, the segment totals of each sequence are scanned by this same strategy (exclusive, from the
+// initial state; a reduction only needs their total), and each segment is scanned again from its carry.
+// A single chain of 10^5 factors thus becomes a few levels of short warp loops, each level with enough
+// warps to fill the device.
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <type_traits>
+
+#include "../matrix_form.hpp"
+#include "device.cuh"  // segment_args, the passes, per-device caches (it includes this file at its end)
+
+namespace parascan::engine {
+
+/// The largest divisor l of n with l * n <= 32: lanes sharing one row of an n x n product.
+constexpr int lanes_per_row(int n) {
+  int lanes = 1;
+  for (int d = 1; d * n <= 32; ++d)
+    if (n % d == 0) lanes = d;
+  return lanes;
+}
+/// The widest of v, v/2, ..., 1 that divides n (scalars a vector load takes).
+constexpr int widest_vector(int n, int v) {
+  while (v > 1 && n % v != 0) v /= 2;
+  return v;
+}
+
+/// How a warp shares one product of its form: which lanes own which entries, and the shared-memory layout.
+template <class Form, int STAGES>
+struct product_layout {
+  using S = typename Form::scalar;
+  static constexpr int N = Form::size;
+  static constexpr int L = lanes_per_row(N);      // lanes a row
+  static constexpr int C = N / L;                 // columns a lane owns
+  static constexpr int lanes = N * L;             // lanes with work; the others only pass the barriers
+  static constexpr int V = 16 / int(sizeof(S));   // scalars in 16 bytes
+  static constexpr int VK = widest_vector(N, V);  // later on the right: a factor's column, VK rows a load
+  static constexpr int VJ = widest_vector(C, V);  // later on the left: a row of the state, VJ columns a load
+  static constexpr int matrix = N * N;
+  static constexpr int row_stride = (N + V - 1) / V * V + V;  // the state's rows in shared memory, padded
+  static constexpr int stage_scalars = (matrix + V - 1) / V * V;
+  static constexpr int warp_scalars = N * row_stride + STAGES * stage_scalars;
+};
+
+template <class S, int W>
+struct alignas(sizeof(S) * W) lane_vector {
+  S v[W];
+};
+template <int W, class S>
+__device__ __forceinline__ lane_vector<S, W> load_vector(const S* p) {
+  return *reinterpret_cast<const lane_vector<S, W>*>(p);
+}
+
+/// Copies the N x N factor at `src` into shared memory at `dst` without waiting (the caller commits):
+/// 16-byte pieces when the factors are 16-byte aligned, else scalar by scalar.
+template <class X>
+__device__ __forceinline__ void stage_factor(const typename X::S* src, typename X::S* dst, bool pieces, int lane) {
+  if (X::matrix % X::V == 0 && pieces) {
+    constexpr int count = X::matrix / X::V;
+#pragma unroll
+    for (int r = 0; r < (count + 31) / 32; ++r) {
+      const int e = (r * 32 + lane) * X::V;
+      if (e < X::matrix) __pipeline_memcpy_async(dst + e, src + e, 16);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < (X::matrix + 31) / 32; ++r) {
+      const int e = r * 32 + lane;
+      if (e < X::matrix) __pipeline_memcpy_async(dst + e, src + e, sizeof(typename X::S));
+    }
+  }
+}
+
+/// This lane's part (row i, columns j0 .. j0 + C - 1) of the product of the state P (shared memory, rows
+/// row_stride apart) and the factor F (shared memory, column-major): P F when later factors multiply on
+/// the right, else F P. Sums run over k in increasing order.
+template <class X, bool LATER_ON_RIGHT>
+__device__ __forceinline__ void product_part(const typename X::S* P, const typename X::S* F, int i, int j0,
+                                             typename X::S (&acc)[X::C]) {
+#pragma unroll
+  for (int c = 0; c < X::C; ++c) acc[c] = typename X::S(0);
+  if constexpr (LATER_ON_RIGHT) {  // (P F)(i, j) = sum_k P(i, k) F(k, j): column j of F, VK rows a load
+#pragma unroll 2
+    for (int kb = 0; kb < X::N; kb += X::VK) {
+      const auto p = load_vector<X::VK>(P + i * X::row_stride + kb);
+#pragma unroll
+      for (int c = 0; c < X::C; ++c) {
+        const auto f = load_vector<X::VK>(F + (j0 + c) * X::N + kb);
+#pragma unroll
+        for (int q = 0; q < X::VK; ++q) acc[c] = fma(p.v[q], f.v[q], acc[c]);
+      }
+    }
+  } else {  // (F P)(i, j) = sum_k F(i, k) P(k, j): row k of P, VJ columns a load
+#pragma unroll 4
+    for (int k = 0; k < X::N; ++k) {
+      const typename X::S f = F[i + k * X::N];
+#pragma unroll
+      for (int cb = 0; cb < X::C; cb += X::VJ) {
+        const auto p = load_vector<X::VJ>(P + k * X::row_stride + j0 + cb);
+#pragma unroll
+        for (int q = 0; q < X::VJ; ++q) acc[cb + q] = fma(f, p.v[q], acc[cb + q]);
+      }
+    }
+  }
+}
+
+extern __shared__ __align__(16) unsigned char parascan_product_shared[];
+
+/// One pass (scan, reduce, fold or rescan, as segment_kernel's) of a warp per segment over matrix states.
+template <class Form, int THREADS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segment_args<Op, Pack, Outs> a) {
+  using X = product_layout<Form, STAGES>;
+  using S = typename X::S;
+  using M = state_t<Op>;
+  constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
+  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  const index_t item = index_t(blockIdx.x) * (THREADS / warp_threads) + warp;
+  if (item >= a.count * a.splits) return;  // a whole warp leaves together
+  const index_t s = item / a.splits, j = item - s * a.splits;
+  const index_t n = a.in.head.length_of(s);
+  const index_t p0 = j * a.segment, p1 = a.splits == 1 ? n : max(p0, min(n, p0 + a.segment));
+  if (PASS == pass::rescan && p1 <= p0) return;
+
+  S* const state = reinterpret_cast<S*>(parascan_product_shared) + warp * X::warp_scalars;
+  S* const stages = state + X::N * X::row_stride;
+  const int i = lane % X::N, j0 = (lane / X::N) * X::C;
+  const bool works = lane < X::lanes;
+
+  // The running product starts from the segment's carry, the initial state, or the identity.
+  const M* start = PASS == pass::rescan ? &a.partials[s * a.splits + j]
+                   : PASS == pass::fold ? nullptr
+                                        : (a.initial != nullptr ? &a.initial[s] : nullptr);
+  S own[X::C];  // this lane's entries of the running product
+#pragma unroll
+  for (int c = 0; c < X::C; ++c) {
+    own[c] = !works ? S(0) : start != nullptr ? reinterpret_cast<const S*>(start)[i + (j0 + c) * X::N] : S(i == j0 + c);
+    if (works) state[i * X::row_stride + j0 + c] = own[c];
+  }
+
+  const auto in = bind(a.in, s).head;
+  const auto factor = [&](index_t p) { return reinterpret_cast<const S*>(&in[time_index(p, n, a.reverse)]); };
+  const bool pieces = reinterpret_cast<std::uintptr_t>(in.base) % 16 == 0 && sizeof(M) % 16 == 0;
+  const auto stage = [&](int k) { return stages + k * X::stage_scalars; };
+#pragma unroll
+  for (int k = 0; k < STAGES - 1; ++k) {  // prologue: the first STAGES - 1 factors in flight
+    if (p0 + k < p1) stage_factor<X>(factor(p0 + k), stage(k), pieces, lane);
+    __pipeline_commit();
+  }
+  decltype(bind_outputs(a.out, 0)) out{};
+  if constexpr (write) out = bind_outputs(a.out, s);
+  const auto put = [&](S* where) {
+#pragma unroll
+    for (int c = 0; c < X::C; ++c) where[i + (j0 + c) * X::N] = own[c];
+  };
+
+  int current = 0;
+  for (index_t p = p0; p < p1; ++p) {
+    // The stage refilled now was read in the previous step, which every lane has left (barrier below).
+    if (p + STAGES - 1 < p1)
+      stage_factor<X>(factor(p + STAGES - 1), stage(current == 0 ? STAGES - 1 : current - 1), pieces, lane);
+    __pipeline_commit();
+    __pipeline_wait_prior(STAGES - 1);  // this lane's pieces of the current factor have landed
+    __syncwarp();                       // and so have the other lanes' (and the state's last update)
+    S* written = nullptr;
+    if constexpr (write) written = reinterpret_cast<S*>(&out.head[time_index(p, n, a.reverse)]);
+    if (write && a.exclusive && works) put(written);
+    S acc[X::C];
+    if (works) product_part<X, Form::later_on_right>(state, stage(current), i, j0, acc);
+    __syncwarp();  // every lane has read the state before any overwrites it
+    if (works) {
+#pragma unroll
+      for (int c = 0; c < X::C; ++c) state[i * X::row_stride + j0 + c] = own[c] = acc[c];
+      if (write && !a.exclusive) put(written);
+    }
+    current = current == STAGES - 1 ? 0 : current + 1;
+  }
+
+  if (!works) return;
+  if (PASS == pass::fold) put(reinterpret_cast<S*>(&a.partials[s * a.splits + j]));
+  if (PASS == pass::scan || PASS == pass::reduce) {
+    if (a.final != nullptr) put(reinterpret_cast<S*>(&a.final[s]));
+    if (a.final_states != nullptr) put(reinterpret_cast<S*>(&a.final_states[s]));
+  }
+}
+
+/// The kernel of one pass, with its dynamic shared memory allowed (once per device).
+template <class Policy, pass PASS, class Op, class Pack, class Outs>
+struct product_pass {
+  using form = matrix_form<Op>;
+  static constexpr int bytes = Policy::threads / warp_threads * product_layout<form, Policy::stages>::warp_scalars *
+                               int(sizeof(typename form::scalar));
+  static constexpr auto kernel =
+      product_kernel<form, Policy::threads, Policy::stages, Policy::min_blocks, PASS, Op, Pack, Outs>;
+
+  static void allow_shared() {
+    static std::atomic<int> cache[64] = {};
+    cached_per_device(cache, [](int) {
+      detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                         "cudaFuncSetAttribute");
+      return 1;
+    });
+  }
+  /// Blocks a multiprocessor holds at once (the fold pass stands for all: same registers and shared memory).
+  static int resident_blocks() {
+    allow_shared();
+    static std::atomic<int> cache[64] = {};
+    return cached_per_device(cache, [](int) {
+      int blocks = 0;
+      detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Policy::threads, bytes),
+                         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      return std::max(blocks, 1);
+    });
+  }
+  static void launch(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
+    allow_shared();
+    const index_t warps = Policy::threads / warp_threads, blocks = (a.count * a.splits + warps - 1) / warps;
+    detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+    kernel<<<unsigned(blocks), Policy::threads, bytes, stream>>>(a);
+    detail::check_launch("parascan product_kernel");
+  }
+};
+
+/// Runs a scan (WRITE) or a reduction (results in a.final / a.final_states) of matrix states: whole
+/// sequences in one pass when they fill the device, else fold, a scan (or reduction) of the segment
+/// totals by this same function, and a rescan from the carries.
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
+                  cudaStream_t stream) {
+  using form = matrix_form<Op>;
+  using M = state_t<Op>;
+  static_assert(form::available, "combine_variant::warp_product: the operator needs a matrix_form (matrix_form.hpp)");
+  static_assert(sizeof(M) == sizeof(typename form::scalar) * form::size * form::size,
+                "matrix_form: the state must be exactly N * N scalars");
+  static_assert(std::is_same<Pack, input_pack<M>>::value,
+                "combine_variant::warp_product: one input whose elements are the state's type");
+  static_assert(!WRITE || std::is_same<Outs, output_pack<M>>::value,
+                "combine_variant::warp_product: one output whose elements are the state's type");
+  const scan_plan plan = plan_scan(policy_values::of<Policy, Op>(), group_kind::product, shape, multiprocessors(),
+                                   product_pass<Policy, pass::fold, Op, Pack, Outs>::resident_blocks());
+  if (log_plans())
+    std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
+                 static_cast<long long>(shape.count), static_cast<long long>(shape.max_length),
+                 plan.describe().c_str());
+  if (plan.splits == 1)
+    return product_pass < Policy, WRITE ? pass::scan : pass::reduce, Op, Pack, Outs > ::launch(a, stream);
+
+  // Every sequence gets `splits` segments (a short one's last segments are empty and fold to the identity).
+  a.splits = plan.splits;
+  a.segment = plan.segment;
+  const index_t segments = a.count * a.splits;
+  detail::temp_buffer totals(alloc, stream, std::size_t(segments) * sizeof(M));
+  a.partials = totals.as<M>();
+  product_pass<Policy, pass::fold, Op, Pack, Outs>::launch(a, stream);
+
+  // Each sequence's segment totals, in scan order, as a batch of `splits` steps.
+  segment_args<Op, Pack, Outs> level = a;
+  level.in = Pack{bdt(static_cast<const M*>(a.partials), a.count, 1, a.splits), {}};
+  level.partials = nullptr;
+  level.splits = 1;
+  level.segment = 0;
+  level.reverse = false;
+  const batch_shape level_shape{a.count, a.splits, false, -1};
+  if constexpr (WRITE) {  // carries: the exclusive scan of the totals from the initial state
+    detail::temp_buffer carries(alloc, stream, std::size_t(segments) * sizeof(M));
+    level.out = Outs{bdt(carries.as<M>(), a.count, 1, a.splits), {}};
+    level.exclusive = true;
+    run_products<Policy, true>(level, level_shape, alloc, stream);
+    a.partials = carries.as<M>();
+    product_pass<Policy, pass::rescan, Op, Pack, Outs>::launch(a, stream);
+  } else {
+    run_products<Policy, false>(level, level_shape, alloc, stream);
+  }
+}
+
+}  // namespace parascan::engine

@@ -1,0 +1,94 @@
+// Cases for ops/matrix_product.hpp on long chains and on foreign storage: chains long enough that the CUDA
+// engine's matrix strategy (cuda/matrix.cuh) scans the segment totals over several levels, reductions of
+// those chains, sizes whose rows do not split evenly over a warp (N = 7, 12), and row-major matrices 4
+// bytes off alignment (as NumPy and PyTorch arrays come), in fp32 and fp64, against an fp64 reference.
+#include <cstring>
+
+#include "support/matrix_product_check.hpp"
+
+namespace {
+using parascan::chain_order;
+using ptest::index_t;
+
+/// matrix_chain<Order> (reverse, exclusive as given, from an initial matrix, with the final one) and
+/// matrix_chain_product<Order> over `count` chains of T matrices of type M, stored `offset` scalars into
+/// their buffers; every output's relative Frobenius error against an fp64 sequential reference stays
+/// below 4 eps sqrt(N) (1 + sqrt(T)) (as check_matrix_chain).
+template <class M, chain_order Order>
+void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int offset) {
+  using S = typename M::Scalar;
+  constexpr int N = M::RowsAtCompileTime;
+  using MatD = Eigen::Matrix<double, N, N>;
+  INFO("N=" << N << " count=" << count << " T=" << T << (reverse ? " reverse" : "") << (exclusive ? " exclusive" : "")
+            << " offset=" << offset << (M::IsRowMajor ? " row-major" : ""));
+  const std::size_t n = std::size_t(count * T), mat = N * N;
+  ptest::buffer<S> in(n * mat + offset), out(n * mat + offset), init(count * mat + offset), fin(count * mat + offset),
+      total(count * mat + offset);
+  ptest::fast_random g;
+  std::vector<M> m(n), start(static_cast<std::size_t>(count));
+  for (auto& x : m) x = ptest::random_reflection<M>(g, g.uniform(0.95, 1.05));
+  for (auto& x : start) x = ptest::random_reflection<M>(g, g.uniform(0.5, 2));
+  std::memcpy(in.host.data() + offset, m.data(), n * sizeof(M));
+  std::memcpy(init.host.data() + offset, start.data(), start.size() * sizeof(M));
+  for (auto* b : {&out, &fin, &total}) ptest::fill(*b, [] { return std::numeric_limits<S>::quiet_NaN(); });
+  in.upload();
+  init.upload();
+  const auto at = [&](ptest::buffer<S>& b) { return reinterpret_cast<M*>(b.data() + offset); };
+
+  parascan::options<M> o;
+  o.reverse = reverse;
+  o.exclusive = exclusive;
+  o.initial = at(init);
+  o.final = at(fin);
+  const auto factors = parascan::bdt<const M>(at(in), count, 1, T);
+  parascan::matrix_chain<Order>(ptest::exec(), factors, parascan::bdt(at(out), count, 1, T), o);
+  o.exclusive = false;
+  o.final = nullptr;
+  parascan::matrix_chain_product<Order>(ptest::exec(), factors, at(total), o);
+  for (auto* b : {&out, &fin, &total}) b->download();
+
+  const auto read = [&](ptest::buffer<S>& b, std::size_t k) {
+    M x;
+    std::memcpy(static_cast<void*>(&x), b.host.data() + offset + k * mat, sizeof(M));
+    return x;
+  };
+  double worst = 0;
+  const auto add = [&](const M& got, const MatD& ref) { worst = std::max(worst, ptest::relative_frobenius(got, ref)); };
+  for (index_t s = 0; s < count; ++s) {
+    const MatD result = ptest::reference_scan(
+        T, exclusive, reverse, MatD(start[std::size_t(s)].template cast<double>()),
+        [&](const MatD& c, index_t t) -> MatD {
+          const MatD x = m[std::size_t(s * T + t)].template cast<double>();
+          return Order == chain_order::left_to_right ? MatD(c * x) : MatD(x * c);
+        },
+        [&](index_t t, const MatD& c) { add(read(out, std::size_t(s * T + t)), c); });
+    add(read(fin, std::size_t(s)), result);
+    add(read(total, std::size_t(s)), result);
+  }
+  CHECK(worst <= 4 * ptest::eps_of<S>() * std::sqrt(double(N)) * (1 + std::sqrt(double(T))));
+}
+}  // namespace
+
+TEST_CASE("matrix_chain: long single chains, several levels of segment totals") {
+  check_chains<Eigen::Matrix<float, 16, 16>, chain_order::left_to_right>(1, 4099, false, false, 0);
+  check_chains<Eigen::Matrix<float, 16, 16>, chain_order::right_to_left>(1, 2500, true, true, 0);
+  check_chains<Eigen::Matrix<float, 8, 8>, chain_order::right_to_left>(1, 20000, false, true, 0);
+  check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right>(3, 700, true, false, 0);
+  check_chains<Eigen::Matrix<float, 32, 32>, chain_order::right_to_left>(1, 1000, false, false, 0);
+}
+
+TEST_CASE("matrix_chain: fp64, sizes that do not split evenly over a warp") {
+  check_chains<Eigen::Matrix<double, 8, 8>, chain_order::left_to_right>(2, 2000, false, false, 0);
+  check_chains<Eigen::Matrix<double, 16, 16>, chain_order::right_to_left>(1, 300, true, false, 0);
+  check_chains<Eigen::Matrix<float, 12, 12>, chain_order::left_to_right>(2, 500, false, true, 0);
+  check_chains<Eigen::Matrix<float, 7, 7>, chain_order::right_to_left>(3, 300, true, false, 0);
+}
+
+TEST_CASE("matrix_chain: row-major matrices 4 bytes off alignment") {
+  using R16 = Eigen::Matrix<float, 16, 16, Eigen::RowMajor | Eigen::DontAlign>;
+  using R8 = Eigen::Matrix<double, 8, 8, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<R16, chain_order::left_to_right>(5, 257, false, false, 1);
+  check_chains<R16, chain_order::right_to_left>(1, 3000, true, false, 1);
+  check_chains<R8, chain_order::left_to_right>(3, 999, false, true, 1);
+  check_chains<Eigen::Matrix<float, 16, 16, Eigen::DontAlign>, chain_order::right_to_left>(4, 100, false, false, 1);
+}
