@@ -29,8 +29,9 @@ struct batch_shape {
 /// - warp: a warp (several sequences per block), no block barrier;
 /// - thread: one thread, sequentially (large states);
 /// - channel: a warp on 32 adjacent sequences, lane = sequence, each lane sequentially in time ((B, T, D));
-/// - product: a warp, sequentially in time, each matrix product spread over its lanes (matrix_form.hpp).
-enum class group_kind { block, warp, thread, channel, product };
+/// - warp_product / block_product: a warp / a block, sequentially in time, each matrix product spread over
+///   its threads (operators with a matrix_form, matrix_form.hpp).
+enum class group_kind { block, warp, thread, channel, warp_product, block_product };
 
 constexpr const char* name_of(group_kind g) {
   switch (g) {
@@ -38,7 +39,8 @@ constexpr const char* name_of(group_kind g) {
     case group_kind::warp: return "warp";
     case group_kind::thread: return "thread";
     case group_kind::channel: return "channel";
-    case group_kind::product: return "product";
+    case group_kind::warp_product: return "warp_product";
+    case group_kind::block_product: return "block_product";
   }
   return "?";
 }
@@ -61,7 +63,8 @@ struct policy_values {
 constexpr group_kind choose_group(const policy_values& p, const batch_shape& shape) {
   constexpr index_t warp_threads = 32;
   if (p.combine == combine_variant::sequential) return group_kind::thread;
-  if (p.combine == combine_variant::warp_product) return group_kind::product;
+  if (p.combine == combine_variant::warp_product) return group_kind::warp_product;
+  if (p.combine == combine_variant::block_product) return group_kind::block_product;
   if (shape.adjacent_sequences && shape.count >= warp_threads && p.state_bytes <= 32) return group_kind::channel;
   if (p.combine == combine_variant::warp) return group_kind::warp;
   if (p.combine == combine_variant::automatic && shape.max_length <= 2 * warp_threads * p.items)
@@ -79,7 +82,8 @@ constexpr group_geometry geometry_of(group_kind g, const policy_values& p) {
     case group_kind::warp: return {32, p.threads / 32, 1};
     case group_kind::thread: return {1, p.threads, 1};
     case group_kind::channel: return {1, 1, 32};  // one-warp blocks, whatever the policy's block size
-    case group_kind::product: return {32, p.threads / 32, 1};
+    case group_kind::warp_product: return {32, p.threads / 32, 1};
+    case group_kind::block_product: return {p.threads, 1, 1};
   }
   return {p.threads, 1, 1};
 }
@@ -128,10 +132,8 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   plan.geometry = geometry_of(group, p);
   const bool sequential = group == group_kind::thread;
   const bool channel = group == group_kind::channel;
-  plan.tile = sequential                     ? 64
-              : channel                      ? 16
-              : group == group_kind::product ? 8
-                                             : index_t(plan.geometry.threads) * p.items;
+  const bool product = group == group_kind::warp_product || group == group_kind::block_product;
+  plan.tile = sequential ? 64 : channel ? 16 : product ? 8 : index_t(plan.geometry.threads) * p.items;
   plan.resident = channel ? index_t(std::max(multiprocessors, 1)) * 2
                           : index_t(std::max(multiprocessors, 1)) * std::max(blocks_per_multiprocessor, 1) *
                                 plan.geometry.groups_per_block * (sequential ? 2 : 1);

@@ -34,8 +34,11 @@ struct host_policy {
 /// - sequential: each thread scans its own segment in time order (large states, where a parallel combine
 ///   costs more work than it saves);
 /// - warp_product: a warp per segment in time order, each product spread over the warp's lanes (operators
-///   with a matrix_form, matrix_form.hpp: matrices too large for one thread's registers).
-enum class combine_variant { automatic, block, warp, sequential, warp_product };
+///   with a matrix_form, matrix_form.hpp: matrices too large for one thread's registers); a whole block
+///   per segment instead when the batch has too few sequences to give every resident warp four (few long
+///   chains: each product's latency then bounds the time);
+/// - block_product: a block per segment in time order, each product spread over the block's threads.
+enum class combine_variant { automatic, block, warp, sequential, warp_product, block_product };
 
 /// CUDA engine tuning. Threads: threads per block; Items: consecutive steps each thread combines in
 /// registers (Threads * Items steps make a block's tile; a warp per sequence handles 32 * Items steps);
@@ -106,6 +109,10 @@ struct default_policy<Op, arch::host> {
 // experiment/runs): a block's warps taking turns on one sequence, the carry handed on by named barriers
 // (82.7% against 94.8% at 65536), and a warp scanning several short sequences through one pipeline (the
 // second iterator spills at 64 registers: 22.5 / 84.6% at T = 128 / 65536 against 28 / 95%).
+// Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
+// up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
+// 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
+// 128-thread blocks; 4x4 through this strategy 25% against 23% for <64, 2>, not adopted).
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
@@ -117,7 +124,10 @@ struct default_policy<Op, arch::sm90> {
               family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
               std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,
                                  std::conditional_t<matrix_form<Op>::available,
-                                                    cuda_policy<128, 1, combine_variant::warp_product, 1, 3>,
+                                                    cuda_policy<128, 1, combine_variant::warp_product, 1,
+                                                                (sizeof(state_t<Op>) <= 256    ? 6
+                                                                 : sizeof(state_t<Op>) <= 1024 ? 5
+                                                                                               : 3)>,
                                                     cuda_policy<128, 1, combine_variant::sequential>>>>>>;
 };
 

@@ -114,6 +114,30 @@ TEST_CASE("plan: a skewed packed batch splits its long sequences at a quarter of
   CHECK(!plan_scan(pair_warp, group_kind::warp, batch_shape{1, index_t(1) << 28, false}, h200_sms, 8).ragged);
 }
 
+TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles") {
+  const policy_values warp_product{128, 1, 3, combine_variant::warp_product, 4096};
+  const policy_values block_product{128, 1, 3, combine_variant::block_product, 4096};
+  const batch_shape chain{1, 1000, false}, chains{64, 1024, true};
+  CHECK(choose_group(warp_product, chains) == group_kind::warp_product);  // whatever the layout
+  CHECK(choose_group(block_product, chain) == group_kind::block_product);
+  // One chain of 1000 on 132 x 3 blocks of 4 warps: 8-step segments (125 of them), their totals scanned again.
+  const auto one = plan_scan(warp_product, group_kind::warp_product, chain, h200_sms, 3);
+  CHECK(one.geometry.threads == 32);
+  CHECK(one.geometry.groups_per_block == 4);
+  CHECK(one.tile == 8);
+  CHECK(one.resident == h200_sms * 3 * 4);
+  CHECK(one.splits == 125);
+  CHECK(one.segment == 8);
+  const auto blocks = plan_scan(block_product, group_kind::block_product, chains, h200_sms, 12);
+  CHECK(blocks.geometry.threads == 128);
+  CHECK(blocks.geometry.groups_per_block == 1);
+  CHECK(blocks.resident == h200_sms * 12);
+  CHECK(blocks.segment == 48);  // 1024 steps over ceil(1584 / 64) = 25 groups, rounded up to whole tiles
+  CHECK(blocks.splits == 22);
+  // Short chains are never split: at most four tiles.
+  CHECK(plan_scan(warp_product, group_kind::warp_product, batch_shape{1, 32, false}, h200_sms, 3).splits == 1);
+}
+
 TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {
   const auto plan = plan_scan(pair_warp, group_kind::warp, batch_shape{1, 1 << 20, false}, h200_sms, 8);
   const std::string text = plan.describe();

@@ -268,7 +268,7 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
          temp_allocator& alloc, cudaStream_t stream) {
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
-  if constexpr (Policy::combine == combine_variant::warp_product) {
+  if constexpr (Policy::combine == combine_variant::warp_product || Policy::combine == combine_variant::block_product) {
     run_products<Policy, WRITE>(a, shape, alloc, stream);
   } else if constexpr (Policy::combine == combine_variant::sequential) {
     run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);

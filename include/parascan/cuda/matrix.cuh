@@ -1,16 +1,17 @@
 // Matrix strategy: scans whose state is an N x N matrix combined by a matrix product (an operator with a
-// matrix_form, matrix_form.hpp), too large for one thread's registers. A warp walks a segment in time
-// order; each product is spread over its lanes: lane l owns row l % N of the state and, when several
-// lanes share a row, a run of its columns. The state lives in shared memory (its rows padded apart, so
-// that lanes reading their own rows hit different banks) and in the owning lanes' registers; the next
-// factors are staged into shared memory by cp.async, STAGES - 1 steps ahead. Every operand a lane reads
-// from another lane's part is a 16-byte broadcast (a factor's column, or a row of the state).
+// matrix_form, matrix_form.hpp), too large for one thread's registers. A group of threads (a warp; a
+// whole block for few long chains, whose products' latency bounds the time) walks a segment in time
+// order; each product is spread over its threads ("lanes"): lane l owns row l % N of the state and, when
+// several lanes share a row, a run of its columns. The state lives in shared memory (its rows padded
+// apart, so that lanes reading their own rows hit different banks) and in the owning lanes' registers;
+// the next factors are staged into shared memory by cp.async, STAGES - 1 steps ahead. Every operand a
+// lane reads from another lane's part is a 16-byte broadcast (a factor's column, or a row of the state).
 //
 // Few long sequences are cut into segments of a few tiles (8 steps a tile): each segment folds its
 // product, the segment totals of each sequence are scanned by this same strategy (exclusive, from the
 // initial state; a reduction only needs their total), and each segment is scanned again from its carry.
-// A single chain of 10^5 factors thus becomes a few levels of short warp loops, each level with enough
-// warps to fill the device.
+// A single chain of 10^5 factors thus becomes a few levels of short loops, each level with enough groups
+// to fill the device.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -26,10 +27,10 @@
 
 namespace parascan::engine {
 
-/// The largest divisor l of n with l * n <= 32: lanes sharing one row of an n x n product.
-constexpr int lanes_per_row(int n) {
+/// The largest divisor l of n with l * n <= width: threads sharing one row of an n x n product.
+constexpr int lanes_per_row(int n, int width) {
   int lanes = 1;
-  for (int d = 1; d * n <= 32; ++d)
+  for (int d = 1; d * n <= width; ++d)
     if (n % d == 0) lanes = d;
   return lanes;
 }
@@ -39,21 +40,23 @@ constexpr int widest_vector(int n, int v) {
   return v;
 }
 
-/// How a warp shares one product of its form: which lanes own which entries, and the shared-memory layout.
-template <class Form, int STAGES>
+/// How a group of WIDTH threads (a warp, or a whole block) shares one product of its form: which thread
+/// ("lane") owns which entries, and the group's shared-memory layout.
+template <class Form, int STAGES, int WIDTH>
 struct product_layout {
   using S = typename Form::scalar;
+  static constexpr int width = WIDTH;
   static constexpr int N = Form::size;
-  static constexpr int L = lanes_per_row(N);      // lanes a row
-  static constexpr int C = N / L;                 // columns a lane owns
-  static constexpr int lanes = N * L;             // lanes with work; the others only pass the barriers
-  static constexpr int V = 16 / int(sizeof(S));   // scalars in 16 bytes
-  static constexpr int VK = widest_vector(N, V);  // later on the right: a factor's column, VK rows a load
-  static constexpr int VJ = widest_vector(C, V);  // later on the left: a row of the state, VJ columns a load
+  static constexpr int L = lanes_per_row(N, WIDTH);  // lanes a row
+  static constexpr int C = N / L;                    // columns a lane owns
+  static constexpr int lanes = N * L;                // lanes with work; the others only pass the barriers
+  static constexpr int V = 16 / int(sizeof(S));      // scalars in 16 bytes
+  static constexpr int VK = widest_vector(N, V);     // later on the right: a factor's column, VK rows a load
+  static constexpr int VJ = widest_vector(C, V);     // later on the left: a row of the state, VJ columns a load
   static constexpr int matrix = N * N;
   static constexpr int row_stride = (N + V - 1) / V * V + V;  // the state's rows in shared memory, padded
   static constexpr int stage_scalars = (matrix + V - 1) / V * V;
-  static constexpr int warp_scalars = N * row_stride + STAGES * stage_scalars;
+  static constexpr int group_scalars = N * row_stride + STAGES * stage_scalars;
 };
 
 template <class S, int W>
@@ -72,14 +75,14 @@ __device__ __forceinline__ void stage_factor(const typename X::S* src, typename 
   if (X::matrix % X::V == 0 && pieces) {
     constexpr int count = X::matrix / X::V;
 #pragma unroll
-    for (int r = 0; r < (count + 31) / 32; ++r) {
-      const int e = (r * 32 + lane) * X::V;
+    for (int r = 0; r < (count + X::width - 1) / X::width; ++r) {
+      const int e = (r * X::width + lane) * X::V;
       if (e < X::matrix) __pipeline_memcpy_async(dst + e, src + e, 16);
     }
   } else {
 #pragma unroll
-    for (int r = 0; r < (X::matrix + 31) / 32; ++r) {
-      const int e = r * 32 + lane;
+    for (int r = 0; r < (X::matrix + X::width - 1) / X::width; ++r) {
+      const int e = r * X::width + lane;
       if (e < X::matrix) __pipeline_memcpy_async(dst + e, src + e, sizeof(typename X::S));
     }
   }
@@ -120,22 +123,33 @@ __device__ __forceinline__ void product_part(const typename X::S* P, const typen
 
 extern __shared__ __align__(16) unsigned char parascan_product_shared[];
 
-/// One pass (scan, reduce, fold or rescan, as segment_kernel's) of a warp per segment over matrix states.
-template <class Form, int THREADS, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Outs>
+/// The barrier of a group of WIDTH threads: a warp's, or the block's.
+template <int WIDTH>
+__device__ __forceinline__ void group_sync() {
+  if constexpr (WIDTH == warp_threads)
+    __syncwarp();
+  else
+    __syncthreads();
+}
+
+/// One pass (scan, reduce, fold or rescan, as segment_kernel's) of a group of WIDTH threads per segment
+/// over matrix states (THREADS / WIDTH groups a block).
+template <class Form, int THREADS, int WIDTH, int STAGES, int MIN_BLOCKS, pass PASS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segment_args<Op, Pack, Outs> a) {
-  using X = product_layout<Form, STAGES>;
+  static_assert(WIDTH == warp_threads || WIDTH == THREADS, "a product group is a warp or the whole block");
+  using X = product_layout<Form, STAGES, WIDTH>;
   using S = typename X::S;
   using M = state_t<Op>;
   constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
-  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
-  const index_t item = index_t(blockIdx.x) * (THREADS / warp_threads) + warp;
-  if (item >= a.count * a.splits) return;  // a whole warp leaves together
+  const int lane = int(threadIdx.x) % WIDTH, group = int(threadIdx.x) / WIDTH;
+  const index_t item = index_t(blockIdx.x) * (THREADS / WIDTH) + group;
+  if (item >= a.count * a.splits) return;  // a whole group leaves together
   const index_t s = item / a.splits, j = item - s * a.splits;
   const index_t n = a.in.head.length_of(s);
   const index_t p0 = j * a.segment, p1 = a.splits == 1 ? n : max(p0, min(n, p0 + a.segment));
   if (PASS == pass::rescan && p1 <= p0) return;
 
-  S* const state = reinterpret_cast<S*>(parascan_product_shared) + warp * X::warp_scalars;
+  S* const state = reinterpret_cast<S*>(parascan_product_shared) + group * X::group_scalars;
   S* const stages = state + X::N * X::row_stride;
   const int i = lane % X::N, j0 = (lane / X::N) * X::C;
   const bool works = lane < X::lanes;
@@ -174,13 +188,13 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
       stage_factor<X>(factor(p + STAGES - 1), stage(current == 0 ? STAGES - 1 : current - 1), pieces, lane);
     __pipeline_commit();
     __pipeline_wait_prior(STAGES - 1);  // this lane's pieces of the current factor have landed
-    __syncwarp();                       // and so have the other lanes' (and the state's last update)
+    group_sync<WIDTH>();                // and so have the other lanes' (and the state's last update)
     S* written = nullptr;
     if constexpr (write) written = reinterpret_cast<S*>(&out.head[time_index(p, n, a.reverse)]);
     if (write && a.exclusive && works) put(written);
     S acc[X::C];
     if (works) product_part<X, Form::later_on_right>(state, stage(current), i, j0, acc);
-    __syncwarp();  // every lane has read the state before any overwrites it
+    group_sync<WIDTH>();  // every lane has read the state before any overwrites it
     if (works) {
 #pragma unroll
       for (int c = 0; c < X::C; ++c) state[i * X::row_stride + j0 + c] = own[c] = acc[c];
@@ -197,14 +211,16 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
   }
 }
 
-/// The kernel of one pass, with its dynamic shared memory allowed (once per device).
-template <class Policy, pass PASS, class Op, class Pack, class Outs>
+/// The kernel of one pass for groups of WIDTH threads, with its dynamic shared memory allowed (once per
+/// device).
+template <class Policy, int WIDTH, pass PASS, class Op, class Pack, class Outs>
 struct product_pass {
   using form = matrix_form<Op>;
-  static constexpr int bytes = Policy::threads / warp_threads * product_layout<form, Policy::stages>::warp_scalars *
+  static constexpr int groups_per_block = Policy::threads / WIDTH;
+  static constexpr int bytes = groups_per_block * product_layout<form, Policy::stages, WIDTH>::group_scalars *
                                int(sizeof(typename form::scalar));
   static constexpr auto kernel =
-      product_kernel<form, Policy::threads, Policy::stages, Policy::min_blocks, PASS, Op, Pack, Outs>;
+      product_kernel<form, Policy::threads, WIDTH, Policy::stages, Policy::min_blocks, PASS, Op, Pack, Outs>;
 
   static void allow_shared() {
     static std::atomic<int> cache[64] = {};
@@ -214,49 +230,47 @@ struct product_pass {
       return 1;
     });
   }
-  /// Blocks a multiprocessor holds at once (the fold pass stands for all: same registers and shared memory).
-  static int resident_blocks() {
+  /// Groups the device holds at once (the fold pass stands for all: same registers and shared memory).
+  static index_t resident_groups() {
     allow_shared();
     static std::atomic<int> cache[64] = {};
-    return cached_per_device(cache, [](int) {
-      int blocks = 0;
-      detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Policy::threads, bytes),
+    const int blocks = cached_per_device(cache, [](int) {
+      int b = 0;
+      detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, Policy::threads, bytes),
                          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      return std::max(blocks, 1);
+      return std::max(b, 1);
     });
+    return index_t(blocks) * multiprocessors() * groups_per_block;
   }
   static void launch(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
     allow_shared();
-    const index_t warps = Policy::threads / warp_threads, blocks = (a.count * a.splits + warps - 1) / warps;
+    const index_t blocks = (a.count * a.splits + groups_per_block - 1) / groups_per_block;
     detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
     kernel<<<unsigned(blocks), Policy::threads, bytes, stream>>>(a);
     detail::check_launch("parascan product_kernel");
   }
 };
 
-/// Runs a scan (WRITE) or a reduction (results in a.final / a.final_states) of matrix states: whole
-/// sequences in one pass when they fill the device, else fold, a scan (or reduction) of the segment
-/// totals by this same function, and a rescan from the carries.
-template <class Policy, bool WRITE, class Op, class Pack, class Outs>
-void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
-                  cudaStream_t stream) {
-  using form = matrix_form<Op>;
+/// Runs a scan (WRITE) or a reduction (results in a.final / a.final_states) of matrix states with groups
+/// of WIDTH threads: whole sequences in one pass when they fill the device, else fold, a scan (or
+/// reduction) of the segment totals by run_products, and a rescan from the carries.
+template <class Policy, int WIDTH, bool WRITE, class Op, class Pack, class Outs>
+void run_product_groups(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
+                        cudaStream_t stream) {
   using M = state_t<Op>;
-  static_assert(form::available, "combine_variant::warp_product: the operator needs a matrix_form (matrix_form.hpp)");
-  static_assert(sizeof(M) == sizeof(typename form::scalar) * form::size * form::size,
-                "matrix_form: the state must be exactly N * N scalars");
-  static_assert(std::is_same<Pack, input_pack<M>>::value,
-                "combine_variant::warp_product: one input whose elements are the state's type");
-  static_assert(!WRITE || std::is_same<Outs, output_pack<M>>::value,
-                "combine_variant::warp_product: one output whose elements are the state's type");
-  const scan_plan plan = plan_scan(policy_values::of<Policy, Op>(), group_kind::product, shape, multiprocessors(),
-                                   product_pass<Policy, pass::fold, Op, Pack, Outs>::resident_blocks());
+  using fold = product_pass<Policy, WIDTH, pass::fold, Op, Pack, Outs>;
+  constexpr group_kind kind = WIDTH == warp_threads ? group_kind::warp_product : group_kind::block_product;
+  constexpr policy_values values = policy_values::of<Policy, Op>();
+  // plan_scan counts resident groups as multiprocessors x blocks x groups a block: given here as one
+  // "multiprocessor" holding all the device's blocks.
+  const scan_plan plan =
+      plan_scan(values, kind, shape, 1, int(fold::resident_groups() / geometry_of(kind, values).groups_per_block));
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
                  static_cast<long long>(shape.count), static_cast<long long>(shape.max_length),
                  plan.describe().c_str());
-  if (plan.splits == 1)
-    return product_pass < Policy, WRITE ? pass::scan : pass::reduce, Op, Pack, Outs > ::launch(a, stream);
+  constexpr pass whole = WRITE ? pass::scan : pass::reduce;
+  if (plan.splits == 1) return product_pass<Policy, WIDTH, whole, Op, Pack, Outs>::launch(a, stream);
 
   // Every sequence gets `splits` segments (a short one's last segments are empty and fold to the identity).
   a.splits = plan.splits;
@@ -264,7 +278,7 @@ void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp
   const index_t segments = a.count * a.splits;
   detail::temp_buffer totals(alloc, stream, std::size_t(segments) * sizeof(M));
   a.partials = totals.as<M>();
-  product_pass<Policy, pass::fold, Op, Pack, Outs>::launch(a, stream);
+  fold::launch(a, stream);
 
   // Each sequence's segment totals, in scan order, as a batch of `splits` steps.
   segment_args<Op, Pack, Outs> level = a;
@@ -280,10 +294,36 @@ void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp
     level.exclusive = true;
     run_products<Policy, true>(level, level_shape, alloc, stream);
     a.partials = carries.as<M>();
-    product_pass<Policy, pass::rescan, Op, Pack, Outs>::launch(a, stream);
+    product_pass<Policy, WIDTH, pass::rescan, Op, Pack, Outs>::launch(a, stream);
   } else {
     run_products<Policy, false>(level, level_shape, alloc, stream);
   }
+}
+
+/// The matrix strategy's entry: a warp per product, or a block when the policy says so or (warp_product)
+/// when the batch has fewer sequences than a 64th of the resident warps (a few long chains, whose
+/// products' latency bounds the time: a block's threads share each product four ways more; with more
+/// chains a warp each does better, H100: 48 / 45 / 39% of copy against 24 / 38 / 32% for blocks at
+/// N = 8 / 16 / 32 over (1024 / 256 / 64, 1024) chains).
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
+                  cudaStream_t stream) {
+  using form = matrix_form<Op>;
+  using M = state_t<Op>;
+  static_assert(form::available, "combine_variant::warp_product: the operator needs a matrix_form (matrix_form.hpp)");
+  static_assert(sizeof(M) == sizeof(typename form::scalar) * form::size * form::size,
+                "matrix_form: the state must be exactly N * N scalars");
+  static_assert(std::is_same<Pack, input_pack<M>>::value,
+                "combine_variant::warp_product: one input whose elements are the state's type");
+  static_assert(!WRITE || std::is_same<Outs, output_pack<M>>::value,
+                "combine_variant::warp_product: one output whose elements are the state's type");
+  if constexpr (Policy::combine == combine_variant::warp_product) {
+    using warps = product_pass<Policy, warp_threads, pass::fold, Op, Pack, Outs>;
+    if (Policy::threads == warp_threads || 64 * shape.count >= warps::resident_groups())
+      return run_product_groups<Policy, warp_threads, WRITE>(a, shape, alloc, stream);
+  }
+  if constexpr (Policy::threads != warp_threads || Policy::combine == combine_variant::block_product)
+    run_product_groups<Policy, Policy::threads, WRITE>(a, shape, alloc, stream);
 }
 
 }  // namespace parascan::engine
