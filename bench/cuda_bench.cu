@@ -21,7 +21,9 @@
 // cumsum (8 bytes), and one sequence of 2^28 next to CUB InclusiveSum; every pointer one element off
 // (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
 // (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
-// with host offsets (lengths uniform in 1..8192, and 4 sequences of 2^18 rows among 4000 of 1..64).
+// with host offsets (lengths uniform in 1..8192, and 4 sequences of 2^18 rows among 4000 of 1..64);
+// matrix chains (B, 1024, N, N) of 2^26 floats and the product of one chain of 1000, N = 2 .. 32 (their
+// torch peer: bench/matrix_peers.py); the affine recurrence (16384 / N, 1024) for N = 4 .. 32, x only.
 // --sweep adds explicit-policy variants for (B, T, D), logcumsumexp and 4x4 matrix chains (the contiguous-time
 // defaults come from bench/policy_sweep.cu).
 //
@@ -925,7 +927,7 @@ void run_matrix_chain(context& ctx, record& r, index_t count, index_t T) {
 /// Orthogonal N x N factors (Householder reflections I - 2 v v^T / v^T v, 997 distinct ones repeated):
 /// products of any length stay of norm 1, so every entry is checked against an absolute tolerance.
 template <int N>
-void fill_reflections(Eigen::Matrix<float, N, N>* d, std::size_t n) {
+void fill_reflections(Eigen::Matrix<float, N, N>* d, std::size_t n, double scale = 1.0) {
   using M = Eigen::Matrix<float, N, N>;
   std::mt19937_64 g(31);
   std::normal_distribution<double> normal;
@@ -933,7 +935,8 @@ void fill_reflections(Eigen::Matrix<float, N, N>* d, std::size_t n) {
   for (M& m : pool) {
     Eigen::Matrix<double, N, 1> v;
     for (int i = 0; i < N; ++i) v[i] = normal(g);
-    m = (Eigen::Matrix<double, N, N>::Identity() - (2 / v.squaredNorm()) * v * v.transpose()).template cast<float>();
+    m = (scale * (Eigen::Matrix<double, N, N>::Identity() - (2 / v.squaredNorm()) * v * v.transpose()))
+            .template cast<float>();
   }
   std::vector<M> block(std::min<std::size_t>(n, 1 << 16));
   for (std::size_t i = 0; i < block.size(); ++i) block[i] = pool[i % pool.size()];
@@ -991,6 +994,43 @@ void run_matrix_reduce(context& ctx, record& r, index_t B, index_t T) {
   measure(
       ctx, r, [&] { total.poison(); }, [&] { parascan::matrix_chain_product(parascan::cuda{}, vm, total.p); },
       [&] { return check_products<N>(ctx, vm, total.p, pick(B), true); });
+}
+
+/// x[t] = W[t] x[t-1] + b[t] over (B, T) sequences of N-vectors, x only (the forward pass): W 0.9 times a
+/// reflection (a contraction: x stays bounded), b uniform in [-1, 1). Checked on a few sequences against
+/// fp64, relative to max(1, |x|).
+template <int N>
+void run_affine_forward(context& ctx, record& r, index_t B, index_t T) {
+  using M = Eigen::Matrix<float, N, N>;
+  using V = Eigen::Matrix<float, N, 1>;
+  const std::size_t n = std::size_t(B * T);
+  device_array<M> W(n);
+  device_array<V> b(n), x(n);
+  fill_reflections<N>(W.p, n, 0.9);
+  fill(reinterpret_cast<float*>(b.p), n * N, dist::token, 41);
+  const auto vW = parascan::bdt<const M>(W.p, B, 1, T);
+  const auto vb = parascan::bdt<const V>(b.p, B, 1, T);
+  const auto vx = parascan::bdt(x.p, B, 1, T);
+  measure(
+      ctx, r, [&] { x.poison(); }, [&] { parascan::affine_recurrence(parascan::cuda{}, vW, vb, vx); },
+      [&] {
+        error_meter m{1e-5 * std::sqrt(double(N))};
+        std::vector<M> hW(static_cast<std::size_t>(T));
+        std::vector<V> hb(static_cast<std::size_t>(T)), hx(static_cast<std::size_t>(T));
+        for (index_t s : pick(B)) {
+          check(cudaMemcpy(hW.data(), W.p + s * T, T * sizeof(M), cudaMemcpyDeviceToHost), "download");
+          check(cudaMemcpy(hb.data(), b.p + s * T, T * sizeof(V), cudaMemcpyDeviceToHost), "download");
+          check(cudaMemcpy(hx.data(), x.p + s * T, T * sizeof(V), cudaMemcpyDeviceToHost), "download");
+          Eigen::Matrix<double, N, 1> ref = Eigen::Matrix<double, N, 1>::Zero();
+          for (index_t t = 0; t < T; ++t) {
+            ref = hW[std::size_t(t)].template cast<double>() * ref + hb[std::size_t(t)].template cast<double>();
+            const double e = (hx[std::size_t(t)].template cast<double>() - ref).cwiseAbs().maxCoeff() /
+                             std::max(1.0, ref.cwiseAbs().maxCoeff());
+            m.add(e, s, t, hx[std::size_t(t)][0], ref[0]);
+          }
+        }
+        return m;
+      });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1083,6 +1123,19 @@ std::vector<bench_case> make_cases(bool sweep) {
         "fp32", "bt", {1, 1000, N, N}, 1000, 1, 4.0 * N * N, 1000, N == 16,
         [=](context& c, record& r) { run_matrix_reduce<N>(c, r, 1, 1000); });
   };
+  // The affine recurrence, x only, over (B, 1024) sequences with B N = 16384 ((N^2 + 2N) floats a step:
+  // W and b read, x written).
+  const auto affine = [&](auto size) {
+    constexpr int N = decltype(size)::value;
+    const long long count = 16384 / N;
+    add("parascan", "affine_recurrence " + std::to_string(N) + "x" + std::to_string(N), "affine_recurrence", "fp32",
+        "bt", {count, 1024, N}, 1024, count, 4.0 * (N * N + 2 * N), count * 1024, N == 8,
+        [=](context& c, record& r) { run_affine_forward<N>(c, r, count, 1024); });
+  };
+  affine(std::integral_constant<int, 4>{});
+  affine(std::integral_constant<int, 8>{});
+  affine(std::integral_constant<int, 16>{});
+  affine(std::integral_constant<int, 32>{});
   matrices(std::integral_constant<int, 2>{});
   matrices(std::integral_constant<int, 4>{});
   matrices(std::integral_constant<int, 8>{});

@@ -8,11 +8,12 @@
 
 namespace ptest {
 
-/// Runs affine_recurrence with N x N matrices of S on the configurations `sweep` visits, against an fp64
-/// sequential reference; the relative (2-norm) error must stay below ulps * eps(S) * sqrt(N).
-template <class S, int N, class Sweep>
+/// Runs affine_recurrence with N x N matrices of S (stored with Eigen options WOptions: Eigen::RowMajor for
+/// row-major W) on the configurations `sweep` visits, against an fp64 sequential reference; the relative
+/// (2-norm) error must stay below ulps * eps(S) * sqrt(N).
+template <class S, int N, int WOptions = 0, class Sweep>
 void check_affine_recurrence(Sweep&& sweep, double ulps) {
-  using Mat = Eigen::Matrix<S, N, N>;
+  using Mat = Eigen::Matrix<S, N, N, WOptions>;
   using Vec = Eigen::Matrix<S, N, 1>;
   using VecD = Eigen::Matrix<double, N, 1>;
   const double tol = ulps * eps_of<S>() * std::sqrt(double(N));

@@ -11,7 +11,9 @@
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
 //  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
-//    sequentially in time, each product spread over its lanes (matrix.cuh).
+//    sequentially in time, each product spread over its lanes (matrix.cuh);
+//  - affine recurrences over many sequences (operators with an affine_form): N lanes a sequence walking
+//    it in time, W x + b a step (affine.cuh).
 #pragma once
 
 #include <algorithm>
@@ -259,13 +261,18 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, launched, stream);
 }
 
-/// The matrix strategy (matrix.cuh, included at the end of this file).
+/// The matrix and affine strategies (matrix.cuh, affine.cuh, included at the end of this file).
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream);
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream);
 
 template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
 void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& longest_in,
          temp_allocator& alloc, cudaStream_t stream) {
+  // Affine recurrences over many sequences walk them in time (N^2 a step, not N^3 a combine).
+  if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential)
+    if (run_affine<Policy, WRITE>(a, shape, stream)) return;
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::warp_product || Policy::combine == combine_variant::block_product) {
@@ -288,4 +295,5 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 
 }  // namespace parascan::engine
 
+#include "affine.cuh"
 #include "matrix.cuh"

@@ -25,6 +25,7 @@
 
 #include <Eigen/Core>
 
+#include <parascan/affine_form.hpp>
 #include <parascan/config.hpp>
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
@@ -111,6 +112,16 @@ using affine_recurrence_for =
 }  // namespace parascan::ops
 
 namespace parascan {
+
+/// The CUDA engine walks many sequences in time (W x + b a step) for float and double at N = 2, 4, 8, 16,
+/// 32 (affine_form.hpp).
+template <class S, int N>
+struct affine_form<ops::affine_recurrence<S, N>> {
+  static constexpr bool available =
+      (std::is_same<S, float>::value || std::is_same<S, double>::value) && N >= 2 && N <= 32 && (N & (N - 1)) == 0;
+  using scalar = S;
+  static constexpr int size = N;
+};
 
 /// x[t] = W[t] x[t-1] + b[t] for every sequence; x[-1] = opts.initial (or 0). W, b and x are views of
 /// Eigen fixed-size matrices (N x N, N x 1, N x 1) of one shape. opts.initial / opts.final hold one

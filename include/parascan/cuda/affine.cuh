@@ -1,0 +1,204 @@
+// Affine strategy: x[t] = W[t] x[t-1] + b[t] (an operator with an affine_form, affine_form.hpp) walked in
+// time from x[-1], N^2 multiply-adds a step instead of the N^3 of composing two maps, when the batch has
+// enough sequences to keep the device streaming (else the parallel scan composes maps and splits the
+// sequences). N lanes a sequence, 32 / N sequences a warp: lane i owns x_i and computes row i of W x + b,
+// the other entries of x coming by shuffles within the sequence's lanes. W[t] and b[t] of the warp's
+// sequences are staged into shared memory by cp.async, STAGES - 1 steps ahead: about 7 kB of inputs in
+// flight a warp, since at B N = 16384 a multiprocessor holds only four warps.
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "../affine_form.hpp"
+#include "device.cuh"  // segment_args, per-device caches (it includes this file at its end)
+#include "matrix.cuh"  // lane_vector loads
+
+namespace parascan::engine {
+
+/// Whether T is an Eigen fixed-size R x C matrix of S, stored as exactly R * C scalars.
+template <class T, class S, int R, int C, class = void>
+struct is_dense_of : std::false_type {};
+template <class T, class S, int R, int C>
+struct is_dense_of<T, S, R, C, std::void_t<typename T::Scalar, decltype(T::RowsAtCompileTime)>>
+    : std::bool_constant<std::is_same<typename T::Scalar, S>::value && T::RowsAtCompileTime == R &&
+                         T::ColsAtCompileTime == C && sizeof(T) == sizeof(S) * R * C> {};
+
+/// Whether the affine strategy takes these inputs (W, b) and outputs (x, or none for a reduction).
+template <class Op, class Pack, class Outs>
+struct affine_fits : std::false_type {};
+template <class Op, class MW, class VB, class... O>
+struct affine_fits<Op, input_pack<MW, VB>, output_pack<O...>> {
+  using form = affine_form<Op>;
+  using S = typename form::scalar;
+  static constexpr int N = form::size;
+  static constexpr bool value = is_dense_of<MW, S, N, N>::value && is_dense_of<VB, S, N, 1>::value &&
+                                (sizeof...(O) == 0 || (sizeof...(O) == 1 && (is_dense_of<O, S, N, 1>::value && ...)));
+};
+
+/// The shared-memory layout of a warp's stages: per stage and sequence, W's lines (its columns, or its
+/// rows when W is row-major: those padded apart so that lanes reading their own rows hit different banks)
+/// and then b.
+template <class Form, bool W_ROWS>
+struct affine_layout {
+  using S = typename Form::scalar;
+  static constexpr int N = Form::size;
+  static constexpr int V = 16 / int(sizeof(S));      // scalars in 16 bytes
+  static constexpr int per_warp = warp_threads / N;  // sequences a warp
+  static constexpr int round(int n) { return (n + V - 1) / V * V; }
+  static constexpr int line_stride = W_ROWS ? round(N) + V : N;  // between W's lines
+  static constexpr int w_scalars = round(N * line_stride);
+  static constexpr int sequence_scalars = w_scalars + round(N);
+  static constexpr int stage_scalars = per_warp * sequence_scalars;
+  static constexpr int stage_bytes = stage_scalars * int(sizeof(S));
+  // About 7 kB in flight a warp, one step a stage (H100, (16384 / N, 1024): N = 4 / 8 took 0.37 / 0.40 ms
+  // so, 0.49 / 0.44 ms with 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, and
+  // 0.37-0.39 / 0.41-0.42 ms with 14 or 21 kB in flight: not what limits them).
+  static constexpr int stages = 1 + 7168 / stage_bytes < 3    ? 3
+                                : 1 + 7168 / stage_bytes > 12 ? 12
+                                                              : 1 + 7168 / stage_bytes;
+  static constexpr int warp_scalars = stages * stage_scalars;
+  static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
+};
+
+/// The `lanes` lanes of a sequence (this one `rank`) copy `lines` lines of N scalars (`src`: N apart) into
+/// shared memory (`dst`: `stride` apart) without waiting: 16-byte pieces when `pieces`, else scalars.
+template <class S, int N, int LINES, int STRIDE>
+__device__ __forceinline__ void stage_lines(const S* src, S* dst, bool pieces, int rank) {
+  constexpr int V = 16 / int(sizeof(S));
+  if (N % V == 0 && pieces) {
+    constexpr int per_line = N / V;
+#pragma unroll
+    for (int r = 0; r < (LINES * per_line + N - 1) / N; ++r) {
+      const int e = r * N + rank;
+      if (e < LINES * per_line)
+        __pipeline_memcpy_async(dst + (e / per_line) * STRIDE + (e % per_line) * V, src + e * V, 16);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < LINES; ++r) __pipeline_memcpy_async(dst + r * STRIDE + rank, src + r * N + rank, sizeof(S));
+  }
+}
+
+/// The whole-sequence pass (scan, or a reduction when WRITE is false) of the affine strategy.
+template <class Form, bool W_ROWS, bool WRITE, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack, Outs> a) {
+  using X = affine_layout<Form, W_ROWS>;
+  using S = typename X::S;
+  constexpr int N = X::N;
+  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  const int i = lane % N, g = lane / N;  // row i of sequence g of the warp
+  const index_t s = (index_t(blockIdx.x) * (128 / warp_threads) + warp) * X::per_warp + g;
+  const bool active = s < a.count;
+  const index_t n = active ? a.in.head.length_of(s) : 0;
+  index_t longest = n;  // the warp loops to its longest sequence (shuffles need every lane)
+  for (int d = 16; d >= 1; d /= 2) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+  if (longest == 0 && !active) return;  // a whole warp past the batch
+
+  const auto in = bind(a.in, active ? s : 0);
+  const bool w_pieces = reinterpret_cast<std::uintptr_t>(in.head.base) % 16 == 0;
+  const bool b_pieces = reinterpret_cast<std::uintptr_t>(in.tail.head.base) % 16 == 0 && (N * sizeof(S)) % 16 == 0;
+  // The next step to stage, as addresses advanced by a fixed stride (no index arithmetic a step).
+  const index_t first = n > 0 ? time_index(0, n, a.reverse) : 0, dir = a.reverse ? -1 : 1;
+  const S* w_next = reinterpret_cast<const S*>(&in.head[first]);
+  const S* b_next = reinterpret_cast<const S*>(&in.tail.head[first]);
+  const index_t w_step = dir * in.head.stride * N * N, b_step = dir * in.tail.head.stride * N;
+  index_t staged = 0;  // steps staged so far
+  extern __shared__ __align__(16) unsigned char parascan_affine_shared[];
+  S* const stages = reinterpret_cast<S*>(parascan_affine_shared) + warp * X::warp_scalars;
+  const auto slot = [&](int k) { return stages + k * X::stage_scalars + g * X::sequence_scalars; };
+  const auto stage = [&](int k) {
+    if (staged++ >= n) return;
+    stage_lines<S, N, N, X::line_stride>(w_next, slot(k), w_pieces, i);
+    stage_lines<S, N, 1, N>(b_next, slot(k) + X::w_scalars, b_pieces, i);
+    w_next += w_step;
+    b_next += b_step;
+  };
+#pragma unroll
+  for (int k = 0; k < X::stages - 1; ++k) {
+    stage(k);
+    __pipeline_commit();
+  }
+
+  S x = active && a.initial != nullptr ? reinterpret_cast<const S*>(&a.initial[s])[i] : S(0);
+  S* x_out = nullptr;  // this step's output, advanced like the inputs
+  index_t x_step = 0;
+  if constexpr (WRITE) {
+    if (active && n > 0) {
+      const auto out = bind_outputs(a.out, s);
+      x_out = reinterpret_cast<S*>(&out.head[first]) + i;
+      x_step = dir * out.head.stride * N;
+    }
+  }
+  int current = 0;
+  for (index_t p = 0; p < longest; ++p) {
+    // The slot refilled now was read in the previous step, which every lane has left (barrier below).
+    stage(current == 0 ? X::stages - 1 : current - 1);
+    __pipeline_commit();
+    __pipeline_wait_prior(X::stages - 1);
+    __syncwarp();
+    if (WRITE && a.exclusive && p < n) *x_out = x;
+    const S* w = slot(current);
+    S acc = w[X::w_scalars + i];
+    if constexpr (W_ROWS) {
+#pragma unroll
+      for (int k = 0; k < N; k += X::RV) {
+        const auto row = load_vector<X::RV>(w + i * X::line_stride + k);
+#pragma unroll
+        for (int q = 0; q < X::RV; ++q) acc = fma(row.v[q], __shfl_sync(0xffffffffu, x, k + q, N), acc);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; ++k) acc = fma(w[k * N + i], __shfl_sync(0xffffffffu, x, k, N), acc);
+    }
+    __syncwarp();  // every lane has read this slot before the next step refills it
+    if (p < n) {
+      x = acc;
+      if (WRITE && !a.exclusive) *x_out = x;
+      if (WRITE) x_out += x_step;
+    }
+    current = current == X::stages - 1 ? 0 : current + 1;
+  }
+  if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
+}
+
+/// Runs the affine strategy when it applies (an affine_form operator over W and b, no whole final maps
+/// asked for, at least two warps of sequences a multiprocessor); returns whether it ran.
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream) {
+  if constexpr (!affine_form<Op>::available) {
+    return false;
+  } else if constexpr (!affine_fits<Op, Pack, Outs>::value) {
+    return false;
+  } else {
+    using form = affine_form<Op>;
+    constexpr bool w_rows = std::remove_const_t<typename std::decay_t<decltype(a.in.head)>::element_type>::IsRowMajor;
+    using X = affine_layout<form, w_rows>;
+    const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
+    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors())) return false;
+    constexpr auto kernel = affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>;
+    constexpr int bytes = 4 * X::warp_scalars * int(sizeof(typename form::scalar));
+    static std::atomic<int> cache[64] = {};
+    cached_per_device(cache, [&](int) {
+      detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                         "cudaFuncSetAttribute");
+      return 1;
+    });
+    const index_t blocks = (warps + 3) / 4;
+    detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+    if (log_plans())
+      std::fprintf(stderr,
+                   "parascan: %s %lld sequences, longest %lld: affine in time, %d lanes a sequence, %d stages\n",
+                   WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
+                   static_cast<long long>(shape.max_length), form::size, X::stages);
+    kernel<<<unsigned(blocks), 128, bytes, stream>>>(a);
+    detail::check_launch("parascan affine_kernel");
+    return true;
+  }
+}
+
+}  // namespace parascan::engine
