@@ -3,7 +3,7 @@
 // enough sequences to keep the device streaming (else the parallel scan composes maps and splits the
 // sequences). N lanes a sequence, 32 / N sequences a warp: lane i owns x_i and computes row i of W x + b,
 // the other entries of x coming by shuffles within the sequence's lanes. W[t] and b[t] of the warp's
-// sequences are staged into shared memory by cp.async, STAGES - 1 steps ahead: about 7 kB of inputs in
+// sequences are staged into shared memory by cp.async, several steps ahead: about 7 kB of inputs in
 // flight a warp, since at B N = 16384 a multiprocessor holds only four warps.
 #pragma once
 
@@ -58,9 +58,8 @@ struct affine_layout {
   // About 7 kB in flight a warp, one step a stage (H100, (16384 / N, 1024): N = 4 / 8 took 0.37 / 0.40 ms
   // so, 0.49 / 0.44 ms with 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, and
   // 0.37-0.39 / 0.41-0.42 ms with 14 or 21 kB in flight: not what limits them).
-  static constexpr int stages = 1 + 7168 / stage_bytes < 3    ? 3
-                                : 1 + 7168 / stage_bytes > 12 ? 12
-                                                              : 1 + 7168 / stage_bytes;
+  static constexpr int ahead = 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
+  static constexpr int stages = ahead + 2;  // steps in flight, the one read, the one being left
   static constexpr int warp_scalars = stages * stage_scalars;
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
@@ -118,8 +117,10 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
     w_next += w_step;
     b_next += b_step;
   };
+  // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane has
+  // left by step p - 1's barrier (one barrier a step, not two).
 #pragma unroll
-  for (int k = 0; k < X::stages - 1; ++k) {
+  for (int k = 0; k < X::stages - 2; ++k) {
     stage(k);
     __pipeline_commit();
   }
@@ -136,11 +137,10 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   }
   int current = 0;
   for (index_t p = 0; p < longest; ++p) {
-    // The slot refilled now was read in the previous step, which every lane has left (barrier below).
-    stage(current == 0 ? X::stages - 1 : current - 1);
+    stage(current >= 2 ? current - 2 : current + X::stages - 2);
     __pipeline_commit();
-    __pipeline_wait_prior(X::stages - 1);
-    __syncwarp();
+    __pipeline_wait_prior(X::stages - 2);
+    __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
     if (WRITE && a.exclusive && p < n) *x_out = x;
     const S* w = slot(current);
     S acc = w[X::w_scalars + i];
@@ -155,7 +155,6 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
 #pragma unroll
       for (int k = 0; k < N; ++k) acc = fma(w[k * N + i], __shfl_sync(0xffffffffu, x, k, N), acc);
     }
-    __syncwarp();  // every lane has read this slot before the next step refills it
     if (p < n) {
       x = acc;
       if (WRITE && !a.exclusive) *x_out = x;
