@@ -2,7 +2,7 @@
 # The whole benchmark in one command, on the GPU machine: builds parascan_bench_cuda, runs it, then the
 # peers (bench/peers.py, accelerated-scan installed offline from the wheels carried in .wheels/), then
 # bench/plot.py. Everything lands under $OUT: bench.json bench.log peers.json peers.log bench.png table.md
-# (and build/configure logs). The side-by-side markdown table is printed last.
+# matrix-peers.json (and build/configure logs). The side-by-side markdown table is printed last.
 #
 #   COMMIT=<sha> OUT=<dir> bench/run_gpu.sh [build-dir] [bench args...]
 #
@@ -55,6 +55,9 @@ print(r[0]["copy_gbs"] if r else "")' "$out/bench.json" 2>/dev/null)
   python3 bench/peers.py --wheels "$wheels" --json "$out/peers.json" --commit "$commit" "${peer_args[@]}" 2>&1 |
     tee "$out/peers.log"
   [ -s "$out/peers.json" ] && files+=("$out/peers.json")
+  echo "== matrix_peers.py (torch_parallel_scan's method on the matrix cases)"
+  python3 bench/matrix_peers.py --json "$out/matrix-peers.json" --commit "$commit" ${copy:+--copy-gbs "$copy"} 2>&1 |
+    tee "$out/matrix-peers.log"
 fi
 
 if [ ${#files[@]} -gt 0 ]; then
