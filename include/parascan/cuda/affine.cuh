@@ -59,13 +59,13 @@ struct affine_layout {
   // so, 0.49 / 0.44 ms with 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, and
   // 0.37-0.39 / 0.41-0.42 ms with 14 or 21 kB in flight: not what limits them).
   static constexpr int ahead = 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
-  static constexpr int stages = ahead + 2;  // steps in flight, the one read, the one being left
+  static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
   static constexpr int warp_scalars = stages * stage_scalars;
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
 
-/// The `lanes` lanes of a sequence (this one `rank`) copy `lines` lines of N scalars (`src`: N apart) into
-/// shared memory (`dst`: `stride` apart) without waiting: 16-byte pieces when `pieces`, else scalars.
+/// The N lanes of a sequence (this one `rank`) copy LINES lines of N scalars (`src`: N apart) into shared
+/// memory (`dst`: STRIDE apart) without waiting: 16-byte pieces when `pieces`, else scalars.
 template <class S, int N, int LINES, int STRIDE>
 __device__ __forceinline__ void stage_lines(const S* src, S* dst, bool pieces, int rank) {
   constexpr int V = 16 / int(sizeof(S));
