@@ -18,8 +18,11 @@ sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, dev
 import argparse
 import json
 import math
-import statistics
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import median_ms  # noqa: E402  (the same timing rules as peers.py)
 
 SIZES = (2, 4, 8, 16, 32)
 IMPL = "torch tree (torch_parallel_scan's method)"
@@ -41,23 +44,6 @@ def reduce_tree(torch, x):
         pairs = torch.matmul(x[..., 0:n - 1:2, :, :], x[..., 1:n:2, :, :])
         x = torch.cat([pairs, x[..., n - 1:, :, :]], dim=-3) if n % 2 else pairs
     return x[..., 0, :, :]
-
-
-def median_ms(torch, fn, runs, warmup):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for i in range(runs):
-        flush.fill_(i & 0xFF)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
 
 
 def orthogonal(torch, shape, generator):

@@ -16,7 +16,7 @@
 
 #include "../affine_form.hpp"
 #include "device.cuh"  // segment_args, per-device caches (it includes this file at its end)
-#include "matrix.cuh"  // lane_vector loads
+#include "matrix.cuh"  // lane_vector loads, allow_dynamic_shared
 
 namespace parascan::engine {
 
@@ -182,11 +182,7 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
     constexpr auto kernel = affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>;
     constexpr int bytes = 4 * X::warp_scalars * int(sizeof(typename form::scalar));
     static std::atomic<int> cache[64] = {};
-    cached_per_device(cache, [&](int) {
-      detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-                         "cudaFuncSetAttribute");
-      return 1;
-    });
+    allow_dynamic_shared(cache, kernel, bytes);
     const index_t blocks = (warps + 3) / 4;
     detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
     if (log_plans())

@@ -123,6 +123,17 @@ __device__ __forceinline__ void product_part(const typename X::S* P, const typen
 
 extern __shared__ __align__(16) unsigned char parascan_product_shared[];
 
+/// Lets `kernel` take `bytes` of dynamic shared memory (above 48 kB it must ask) on the current device,
+/// once per device (`cache`: the kernel's own).
+template <class Kernel>
+void allow_dynamic_shared(std::atomic<int> (&cache)[64], Kernel kernel, int bytes) {
+  cached_per_device(cache, [&](int) {
+    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                       "cudaFuncSetAttribute");
+    return 1;
+  });
+}
+
 /// The barrier of a group of WIDTH threads: a warp's, or the block's.
 template <int WIDTH>
 __device__ __forceinline__ void group_sync() {
@@ -224,11 +235,7 @@ struct product_pass {
 
   static void allow_shared() {
     static std::atomic<int> cache[64] = {};
-    cached_per_device(cache, [](int) {
-      detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-                         "cudaFuncSetAttribute");
-      return 1;
-    });
+    allow_dynamic_shared(cache, kernel, bytes);
   }
   /// Groups the device holds at once (the fold pass stands for all: same registers and shared memory).
   static index_t resident_groups() {
