@@ -61,15 +61,60 @@ struct cuda_policy {
   static constexpr int stages = Stages;
 };
 
+/// A policy whose whole sequences of at least FromTiles tiles of `Long` (32 * Long::items steps a warp)
+/// run under `Long` (items, resident blocks, stages; same block size and combine), the rest under
+/// `Base`. Longer tiles move more contiguous bytes a warp at a time, which long sequences reward, but pad
+/// short ones. Measured side by side in one process (H100, (8, 1536, T), % of cudaMemcpy; .scratch probe,
+/// 2026-11-22): fp32 linear recurrence, 4 -> 8 items at 4 blocks, T = 1024 / 2048 / 4096 / 65536: 84.7 /
+/// 89.6 / 91.6 / 94.7 -> 85.9 / 91.7 / 93.7 / 95.8 (reverse the same; T = 256: 61 -> 50, so not there);
+/// bf16 storage, 8 -> 16 items at 3 blocks, T = 4096 / 65536: 88.3 / 84.5 -> 90.6 / 94.8 (T = 1024: 74
+/// -> 59); fp32 cumsum 4 -> 8 items: +1 to 2 points from T = 1024. Only warp groups use it (the engine's
+/// default for small states); split sequences, which give every warp a segment, keep `Base`.
+template <class Base, int FromTiles, class Long>
+struct long_sequences : Base {
+  static_assert(Long::threads == Base::threads && Long::combine == Base::combine,
+                "long_sequences: the long policy keeps the block size and the combine");
+  using long_policy = Long;
+  static constexpr index_t long_from = index_t(FromTiles) * 32 * Long::items;
+};
+
+namespace detail {
+template <class Policy, class = void>
+struct has_long_policy : std::false_type {};
+template <class Policy>
+struct has_long_policy<Policy, std::void_t<typename Policy::long_policy>> : std::true_type {};
+
+/// A cuda_policy (not a long_sequences) with at least `Items` items a thread; raising the items also
+/// raises the registers a thread needs, so the resident blocks drop by a quarter.
+template <class Policy, int Items>
+using plain_with_items_at_least =
+    std::conditional_t<(Policy::items >= Items),
+                       cuda_policy<Policy::threads, Policy::items, Policy::combine, Policy::min_blocks, Policy::stages>,
+                       cuda_policy<Policy::threads, Items, Policy::combine,
+                                   (Policy::min_blocks * 3 / 4 > 1 ? Policy::min_blocks * 3 / 4 : 1), Policy::stages>>;
+
+template <class Policy, int Items, bool = has_long_policy<Policy>::value>
+struct widened {
+  using type = plain_with_items_at_least<Policy, Items>;
+};
+/// A long_sequences policy widens both parts, the long one in proportion (its items times Items over the
+/// base's), so that its tiles stay as many bytes long.
+template <class Policy, int Items>
+struct widened<Policy, Items, true> {
+  using Long = typename Policy::long_policy;
+  static constexpr int scale = Items > Policy::items ? (Items + Policy::items - 1) / Policy::items : 1;
+  static constexpr int from_tiles = int(Policy::long_from / (32 * Long::items));
+  using type = long_sequences<plain_with_items_at_least<Policy, Items>, from_tiles,
+                              plain_with_items_at_least<Long, Long::items * scale>>;
+};
+}  // namespace detail
+
 /// The same policy with at least `Items` items per thread. Raising the items also raises the registers a
 /// thread needs, so the resident blocks drop by a quarter (8 -> 6 for the pair policy: bf16 linear
 /// recurrences over (8, 1536, T) went from 59 / 82 / 93 / 95% to 61 / 88 / 97 / 98% of a float4 copy at
 /// T = 1024 / 4096 / 16384 / 65536 on an H200, bench/policy_sweep.cu).
 template <class Policy, int Items>
-using with_items_at_least = std::conditional_t<
-    (Policy::items >= Items), Policy,
-    cuda_policy<Policy::threads, Items, Policy::combine,
-                (Policy::min_blocks * 3 / 4 > 1 ? Policy::min_blocks * 3 / 4 : 1), Policy::stages>>;
+using with_items_at_least = typename detail::widened<Policy, Items>::type;
 
 /// How large an operator's state is, which drives the default tuning.
 enum class state_family { scalar, pair, wide, matrix };
@@ -109,6 +154,13 @@ struct default_policy<Op, arch::host> {
 // experiment/runs): a block's warps taking turns on one sequence, the carry handed on by named barriers
 // (82.7% against 94.8% at 65536), and a warp scanning several short sequences through one pipeline (the
 // second iterator spills at 64 registers: 22.5 / 84.6% at T = 128 / 65536 against 28 / 95%).
+// Long sequences (long_sequences above, H100, 2026-11-22): scalar and pair states switch to 8 items a
+// thread at 4 blocks from 4 such tiles (1024 fp32 steps; the bf16 widening makes it 16 items at 3 blocks
+// from 2048 steps). The same probe found the warp per sequence insensitive to occupancy and depth (2 to
+// 8 blocks, 4 to 11 stages within half a point at T = 1024 / 4096 / 65536), and persistent warps (a grid
+// the size of the device, each warp scanning sequences w, w + W, ... with its pipeline running on into
+// the next sequence) 3-5 points slower from T = 256 (static assignment: no block scheduler to even out
+// the warps), 2 points faster at T = 128 only; not kept.
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
@@ -117,9 +169,13 @@ template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
-      family == state_family::scalar, cuda_policy<128, 4, combine_variant::warp, 8, 3>,
+      family == state_family::scalar,
+      long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4,
+                     cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
       std::conditional_t<
-          family == state_family::pair, cuda_policy<128, 4, combine_variant::warp, 8, 4>,
+          family == state_family::pair,
+          long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
+                         cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
           std::conditional_t<
               family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
               std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,

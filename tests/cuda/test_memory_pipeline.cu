@@ -2,7 +2,8 @@
 // 1, 2, 4 and 8 sixteen-byte pieces (the swizzled layouts), 4-, 8- and 2-byte elements side by side,
 // base pointers 0..3 elements past an aligned address and sequences at any offset (chunk grids aligned
 // to memory, starting before the sequence; the element-wise fallback for short ones), ragged tails,
-// reverse and in place, against the fp64 sequential reference of the linear recurrence.
+// reverse and in place, whole long sequences under the default policy's longer tiles, against the fp64
+// sequential reference of the linear recurrence.
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -81,6 +82,13 @@ TEST_CASE("pipeline: many short sequences (more warps than the device runs at on
   check_pipeline<parascan::use_default_policy, float, float>(64, 200, {1, 5, 64, 130, 300});
   check_pipeline<parascan::cuda_policy<128, 4, combine_variant::block, 8, 2>, float, float>(64, 200, {3, 100, 600});
   check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(64, 200, {9, 127});
+}
+
+TEST_CASE("pipeline: whole long sequences under the default policy's long tiles (policy.hpp's long_sequences)") {
+  // 4800 sequences fill the device, so none is split: from 4 long tiles (1024 fp32 steps, 2048 bf16) the
+  // warps run 8 (fp32) or 16 (bf16) items a thread; just past a tile, a ragged tail.
+  check_pipeline<parascan::use_default_policy, float, float>(32, 150, {1023, 1024, 1029});
+  check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(32, 150, {2048, 2053});
 }
 
 TEST_CASE("pipeline: in place over the tokens, every stage refilled while outputs are written") {

@@ -8,19 +8,73 @@
 
 namespace parascan::engine {
 
+/// One tile of a group: lifts the thread's ITEMS steps from `first` (from the warp's completed `stage` of
+/// chunk w, or loaded directly when `stage` is null), scans them across the group from `carry` (advanced
+/// past the tile) and, when WRITE, writes emit() of each step (project() by default) to `out`. Once read,
+/// the stage (stage_bytes) regroups the outputs that cannot leave as aligned vectors (warp_io.cuh).
+template <int ITEMS, bool WRITE, class Group, class Op, class Cursors, class Outs>
+__device__ __forceinline__ void scan_tile(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
+                                          const Op& op, const Cursors& in, const Outs& out, const warp_chunk<ITEMS>& w,
+                                          index_t first, unsigned char* stage, int stage_bytes, bool exclusive,
+                                          state_t<Op>& carry) {
+  using S = state_t<Op>;
+  S items[ITEMS];
+  typename raw_items<ITEMS, Op, Cursors>::type raw;  // the staged elements, for emit() (else empty)
+  if (stage != nullptr) {
+    if constexpr (emits_for<Op, Cursors>::value)
+      lift_staged<ITEMS>(op, in, w, first, stage, items, raw);
+    else
+      lift_staged<ITEMS>(op, in, w, first, stage, items);
+  } else {
+    load_states<ITEMS>(op, in, w.n, first, w.end, w.reverse, items);
+  }
+  S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), carry, temp);
+  if constexpr (WRITE) {
+    // What step i writes from its state: project(), or emit() with the step's elements (kept from the
+    // stage, or read again where the inputs were loaded directly; never at a padding position).
+    typename output_items_for<ITEMS, Outs>::type values;
+    const auto put = [&](const S& state, int i) {
+      if constexpr (emits_for<Op, Cursors>::value) {
+        if (stage != nullptr) return set_item(values, i, emit_item(op, state, raw, i));
+        const index_t p = first + i;
+        if (p < w.begin || p >= w.end) return clear_item(values, i);
+        set_item(values, i, emit_at(op, state, in, time_index(p, w.n, w.reverse)));
+      } else {
+        set_item(values, i, project(op, state));
+      }
+    };
+    if (exclusive) {  // uniform: two loops rather than a test per step
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        put(running, i);
+        running = op(running, items[i]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        running = op(running, items[i]);
+        put(running, i);
+      }
+    }
+    if constexpr (Group::warp_contiguous)
+      store_outputs<ITEMS>(out, w, first, values, stage, stage_bytes);
+    else
+      store_all_values<ITEMS>(out, w.n, first, w.begin, w.end, w.reverse, values);
+  }
+}
+
 /// Scans positions [p0, p1) of a sequence of n steps from `carry`; returns the carry after them. Writes
-/// emit() of each step (project() by default) to the outputs `out` (output_cursors) when WRITE. Every
-/// thread of the group loops to the same `loop_end` (>= p1; past p1 a thread only pads with the identity).
-/// `staging` (this warp's STAGES stages of stage_bytes each, or null) pipelines contiguous inputs through
-/// shared memory (warp_io.cuh); only groups whose warps hold consecutive positions of one sequence may
-/// pass it. Without it, each thread loads its own steps directly. Outputs of such groups leave as
-/// vectors, or regrouped through the consumed stage (warp_io.cuh's store_items).
+/// the outputs `out` (output_cursors) when WRITE. Every thread of the group loops to the same `loop_end`
+/// (>= p1; past p1 a thread only pads with the identity). `staging` (this warp's STAGES stages of
+/// stage_bytes each, or null) pipelines contiguous inputs through shared memory (warp_io.cuh); only groups
+/// whose warps hold consecutive positions of one sequence may pass it. Without it, each thread loads its
+/// own steps directly. Outputs of such groups leave as vectors, or regrouped through the consumed stage
+/// (warp_io.cuh's store_items).
 template <int ITEMS, int STAGES, bool WRITE, class Group, class Op, class Cursors, class Outs>
 __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
                                     unsigned char* staging, int stage_bytes, const Op& op, const Cursors& in,
                                     const Outs& out, index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse,
                                     bool exclusive, state_t<Op> carry) {
-  using S = state_t<Op>;
   const index_t tile = index_t(Group::threads) * ITEMS;
   const index_t offset = index_t(group.rank()) * ITEMS;  // of the thread's first step in a tile
   const index_t warp_offset = offset - index_t(threadIdx.x % warp_threads) * ITEMS;
@@ -40,9 +94,7 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
   }
   int current = 0;
   for (index_t base = origin; base < loop_end; base += tile) {
-    const index_t first = base + offset;
-    S items[ITEMS];
-    typename raw_items<ITEMS, Op, Cursors>::type raw;  // the staged elements, for emit() (else empty)
+    unsigned char* ready = nullptr;
     if (staging != nullptr) {
       // The stage refilled now was read in the previous iteration: every lane must be past that read.
       __syncwarp();
@@ -52,51 +104,10 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
       __pipeline_commit();
       __pipeline_wait_prior(STAGES - 1);  // this thread's copies of the current tile have landed
       __syncwarp();                       // and so have the other lanes'
-      if constexpr (emits_for<Op, Cursors>::value)
-        lift_staged<ITEMS>(op, in, chunk(base), first, stage(current), items, raw);
-      else
-        lift_staged<ITEMS>(op, in, chunk(base), first, stage(current), items);
+      ready = stage(current);
       current = current == STAGES - 1 ? 0 : current + 1;
-    } else {
-      load_states<ITEMS>(op, in, n, first, p1, reverse, items);
     }
-    S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), carry, temp);
-    if constexpr (WRITE) {
-      // What step i writes from its state: project(), or emit() with the step's elements (kept from the
-      // stage, or read again where the inputs were loaded directly; never at a padding position).
-      typename output_items_for<ITEMS, Outs>::type values;
-      const auto put = [&](const S& state, int i) {
-        if constexpr (emits_for<Op, Cursors>::value) {
-          if (staging != nullptr) return set_item(values, i, emit_item(op, state, raw, i));
-          const index_t p = first + i;
-          if (p < p0 || p >= p1) return clear_item(values, i);
-          set_item(values, i, emit_at(op, state, in, time_index(p, n, reverse)));
-        } else {
-          set_item(values, i, project(op, state));
-        }
-      };
-      if (exclusive) {  // uniform: two loops rather than a test per step
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-          put(running, i);
-          running = op(running, items[i]);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-          running = op(running, items[i]);
-          put(running, i);
-        }
-      }
-      if constexpr (Group::warp_contiguous) {
-        // The stage just consumed is free until the next tile refills it: outputs that cannot leave as
-        // aligned vectors are regrouped there (when they fit).
-        unsigned char* buffer = staging != nullptr ? stage(current == 0 ? STAGES - 1 : current - 1) : nullptr;
-        store_outputs<ITEMS>(out, chunk(base), first, values, buffer, stage_bytes);
-      } else {
-        store_all_values<ITEMS>(out, n, first, p0, p1, reverse, values);
-      }
-    }
+    scan_tile<ITEMS, WRITE>(group, temp, op, in, out, chunk(base), base + offset, ready, stage_bytes, exclusive, carry);
   }
   return carry;
 }
