@@ -9,7 +9,9 @@
 # build-dir: default build/bench (configured with the gpu preset when it has no CMakeCache.txt; staged
 # dependencies in .deps/usr are used when present). Bench args go to parascan_bench_cuda; --quick and
 # --filter X are passed on to peers.py too. The tree on the GPU machine has no .git: give the commit as
-# COMMIT (else "unknown"). PEERS=0 skips the peers; WHEELS=<dir> changes the wheel folder (.wheels).
+# COMMIT (else "unknown"). PEERS=0 skips the peers; WHEELS=<dir> changes the wheel folder (.wheels);
+# BENCH_BIN=<path> runs a parascan_bench_cuda built elsewhere (a single nvcc job: building it here gains
+# little over carrying it) instead of building one.
 # Exit status: the C++ bench's (non-zero when a case failed its check or crashed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,19 +23,22 @@ wheels=${WHEELS:-.wheels}
 mkdir -p "$out"
 rm -f "$out/bench.json" "$out/peers.json" "$out/bench.png" "$out/table.md"
 
-prefix=()
-[ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  echo "== configure $build"
-  cmake --preset gpu -B "$build" "${prefix[@]}" -DPARASCAN_BUILD_TESTS=OFF -DPARASCAN_BUILD_EXAMPLES=OFF \
-    >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+bench=${BENCH_BIN:-$build/bench/parascan_bench_cuda}
+if [ -z "${BENCH_BIN:-}" ]; then
+  prefix=()
+  [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    echo "== configure $build"
+    cmake --preset gpu -B "$build" "${prefix[@]}" -DPARASCAN_BUILD_TESTS=OFF -DPARASCAN_BUILD_EXAMPLES=OFF \
+      >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+  fi
+  echo "== build parascan_bench_cuda"
+  cmake --build "$build" -j"$(nproc)" --target parascan_bench_cuda >"$out/build.log" 2>&1 ||
+    { grep -E "error" "$out/build.log" | head -40; exit 1; }
 fi
-echo "== build parascan_bench_cuda"
-cmake --build "$build" -j"$(nproc)" --target parascan_bench_cuda >"$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -40; exit 1; }
 
-echo "== parascan_bench_cuda $*"
-"$build/bench/parascan_bench_cuda" --json "$out/bench.json" --commit "$commit" "$@" 2>&1 | tee "$out/bench.log"
+echo "== $bench $*"
+"$bench" --json "$out/bench.json" --commit "$commit" "$@" 2>&1 | tee "$out/bench.log"
 bench_rc=${PIPESTATUS[0]}
 
 files=()

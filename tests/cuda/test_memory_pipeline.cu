@@ -91,6 +91,48 @@ TEST_CASE("pipeline: whole long sequences under the default policy's long tiles 
   check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(32, 150, {2048, 2053});
 }
 
+TEST_CASE("pipeline: the fused backward under a long_sequences policy (bf16 storage, 16 items a thread)") {
+  // The default's long tiles start at 16384 bf16 steps; this policy starts them at one tile, so that
+  // 4800 sequences of 600 and 1029 steps run the long kernel (and, reversed, its mirror image).
+  using long_policy = parascan::long_sequences<parascan::cuda_policy<128, 8, combine_variant::warp, 4, 3>, 1,
+                                               parascan::cuda_policy<128, 16, combine_variant::warp, 3, 2>>;
+  const index_t B = 32, D = 150;
+  for (index_t T : {600, 1029})
+    for (bool reverse : {false, true}) {
+      INFO("T=" << T << " reverse=" << reverse);
+      const index_t n = B * D * T;
+      ptest::fast_random g;
+      ptest::buffer<ptest::bf16> a(n), x(n), dy(n), da(n), db(n);
+      ptest::fill(a, [&] { return ptest::store<ptest::bf16>(g.uniform(0.8, 0.999)); });
+      ptest::fill(x, [&] { return ptest::store<ptest::bf16>(g.normal()); });
+      ptest::fill(dy, [&] { return ptest::store<ptest::bf16>(g.normal()); });
+      ptest::fill(da, [] { return ptest::poison<ptest::bf16>(); });
+      ptest::fill(db, [] { return ptest::poison<ptest::bf16>(); });
+      const auto view = [&](auto& buf) { return parascan::bdt(buf.data(), B, D, T); };
+      parascan::backward_options<float> opts;
+      opts.reverse = reverse;
+      parascan::linear_recurrence_backward<long_policy>(ptest::exec(), view(a), view(x), view(dy), view(da), view(db),
+                                                        opts);
+      da.download(), db.download();
+      // g[p] = dy[p] + a[p + 1] g[p + 1] in scan order p (time reversed when `reverse`); dL/db = g,
+      // dL/da[p] = g[p] x[p - 1] (0 before the first step).
+      ptest::error_meter err;
+      for (index_t s = 0; s < B * D; ++s) {
+        const auto at = [&](auto& buf, index_t p) -> auto& {
+          return buf.host[std::size_t(s * T + (reverse ? T - 1 - p : p))];
+        };
+        double carried = 0;
+        for (index_t p = T; p-- > 0;) {
+          const double grad = ptest::to_double(at(dy, p)) + carried;
+          err.add(ptest::to_double(at(db, p)), grad);
+          err.add(ptest::to_double(at(da, p)), p == 0 ? 0.0 : grad * ptest::to_double(at(x, p - 1)));
+          carried = ptest::to_double(at(a, p)) * grad;
+        }
+      }
+      CHECK(err.relative() <= ptest::eps_of<ptest::bf16>() + 16 * ptest::eps_of<float>());
+    }
+}
+
 TEST_CASE("pipeline: in place over the tokens, every stage refilled while outputs are written") {
   const index_t T = 70001;
   ptest::buffer<float> a(T), b(T);
