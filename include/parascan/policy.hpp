@@ -64,12 +64,13 @@ struct cuda_policy {
 /// A policy whose whole sequences of at least FromTiles tiles of `Long` (32 * Long::items steps a warp)
 /// run under `Long` (items, resident blocks, stages; same block size and combine), the rest under
 /// `Base`. Longer tiles move more contiguous bytes a warp at a time, which long sequences reward, but pad
-/// short ones. Measured side by side in one process (H100, (8, 1536, T), % of cudaMemcpy; .scratch probe,
-/// 2026-11-22): fp32 linear recurrence, 4 -> 8 items at 4 blocks, T = 1024 / 2048 / 4096 / 65536: 84.7 /
-/// 89.6 / 91.6 / 94.7 -> 85.9 / 91.7 / 93.7 / 95.8 (reverse the same; T = 256: 61 -> 50, so not there);
-/// bf16 storage, 8 -> 16 items at 3 blocks, T = 4096 / 65536: 88.3 / 84.5 -> 90.6 / 94.8 (T = 1024: 74
-/// -> 59); fp32 cumsum 4 -> 8 items: +1 to 2 points from T = 1024. Only warp groups use it (the engine's
-/// default for small states); split sequences, which give every warp a segment, keep `Base`.
+/// short ones. Measured side by side in one process (H100, (8, 1536, T), % of cudaMemcpy; a probe timing
+/// explicit policies, 2026-11-22): fp32 linear recurrence, 4 -> 8 items at 4 blocks, T = 1024 / 2048 /
+/// 4096 / 65536: 84.7 / 89.6 / 91.6 / 94.7 -> 85.9 / 91.7 / 93.7 / 95.8 (reverse the same; T = 256: 61 ->
+/// 50, so not there); bf16 storage, 8 -> 16 items at 3 blocks, T = 4096 / 65536: 88.3 / 84.5 -> 90.6 /
+/// 94.8 (T = 1024: 74 -> 59); fp32 cumsum 4 -> 8 items: +1 to 2 points from T = 1024. Only warp groups
+/// use it (the engine's default for small states); split sequences, which give every warp a segment,
+/// keep `Base`.
 template <class Base, int FromTiles, class Long>
 struct long_sequences : Base {
   static_assert(Long::threads == Base::threads && Long::combine == Base::combine,

@@ -232,16 +232,16 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                  static_cast<long long>(shape.count), static_cast<long long>(shape.max_length),
                  plan.describe().c_str());
   constexpr int per_group = Group::sequences_per_group;
+  constexpr pass whole = WRITE ? pass::scan : pass::reduce;
   if (plan.splits == 1) {
     if constexpr (Group::kind == group_kind::warp && detail::has_long_policy<Policy>::value) {
       using Long = typename Policy::long_policy;  // whole long sequences: longer tiles (policy.hpp)
       if (shape.max_length >= Policy::long_from) {
         if (log_plans()) std::fprintf(stderr, "parascan: long sequences: %d items a thread\n", Long::items);
-        return launch_segments < Group, Long::items, Long::stages, Long::min_blocks,
-               WRITE ? pass::scan : pass::reduce > (a, plan.groups, stream);
+        return launch_segments<Group, Long::items, Long::stages, Long::min_blocks, whole>(a, plan.groups, stream);
       }
     }
-    launch_segments<Group, items, stages, min_blocks, WRITE ? pass::scan : pass::reduce>(a, plan.groups, stream);
+    launch_segments<Group, items, stages, min_blocks, whole>(a, plan.groups, stream);
     return;
   }
   a.splits = plan.splits;
