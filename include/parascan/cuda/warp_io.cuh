@@ -106,12 +106,17 @@ __device__ __forceinline__ bool aligned_to(const T* p) {
   return (reinterpret_cast<std::uintptr_t>(p) & (ALIGN - 1)) == 0;
 }
 
+/// Whether one element can go into shared memory asynchronously (cp.async moves 4, 8 or 16 aligned bytes).
+template <class T>
+constexpr bool copies_asynchronously = std::is_trivially_copyable<T>::value &&
+                                       (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) &&
+                                       alignof(T) >= sizeof(T);
+
 /// Copies one element into shared memory: asynchronously when it is 4, 8 or 16 bytes and aligned so.
 template <class T>
 __device__ __forceinline__ void copy_element(unsigned char* dst, const T* src) {
   constexpr std::size_t size = sizeof(T);
-  if constexpr (std::is_trivially_copyable<T>::value && (size == 4 || size == 8 || size == 16) &&
-                alignof(T) >= size) {
+  if constexpr (copies_asynchronously<T>) {
     __pipeline_memcpy_async(dst, src, size);
   } else {
     *reinterpret_cast<T*>(dst) = *src;
@@ -132,6 +137,34 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
         for (int k = 0; k < L::pieces_per_lane; ++k) {
           const int p = k * 32 + lane;
           __pipeline_memcpy_async(stage + L::slot(p) * L::piece, src + p * L::piece, L::piece);
+        }
+        return;
+      }
+    }
+  }
+  if constexpr (L::vector && !copies_asynchronously<T>) {
+    // 2-byte elements (bf16, fp16) one by one would be plain loads, waited for at once: a ragged chunk of
+    // a contiguous input (a sequence shorter than a chunk, a tail) moves its whole pieces asynchronously
+    // and only the pieces its valid range cuts element by element (bf16 T = 128: 9.5% of copy before).
+    if (c.stride == 1) {
+      const unsigned char* src = reinterpret_cast<const unsigned char*>(c.base + w.lowest_time());
+      if (aligned_to<L::piece>(src)) {
+        // The chunk's valid scan positions [i0, i1), and the same elements in memory order [lo, hi).
+        const index_t i0 = max(w.begin - w.first, index_t(0)), i1 = min(w.end - w.first, index_t(N));
+        if (i0 >= i1) return;
+        const int lo = int(w.reverse ? N - i1 : i0), hi = int(w.reverse ? N - i0 : i1);
+        constexpr int E = L::elements_per_piece;
+#pragma unroll
+        for (int k = 0; k < L::pieces_per_lane; ++k) {
+          const int p = k * 32 + lane, m0 = p * E;
+          if (m0 >= lo && m0 + E <= hi) {
+            __pipeline_memcpy_async(stage + L::slot(p) * L::piece, src + p * L::piece, L::piece);
+          } else {
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+              if (m0 + e >= lo && m0 + e < hi)
+                copy_element(stage + L::offset(m0 + e), reinterpret_cast<const T*>(src) + (m0 + e));
+          }
         }
         return;
       }
