@@ -109,8 +109,7 @@ __device__ __forceinline__ bool aligned_to(const T* p) {
 /// Whether one element can go into shared memory asynchronously (cp.async moves 4, 8 or 16 aligned bytes).
 template <class T>
 constexpr bool copies_asynchronously = std::is_trivially_copyable<T>::value &&
-                                       (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) &&
-                                       alignof(T) >= sizeof(T);
+                                       (sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) && alignof(T) >= sizeof(T);
 
 /// Copies one element into shared memory: asynchronously when it is 4, 8 or 16 bytes and aligned so.
 template <class T>
@@ -125,7 +124,8 @@ __device__ __forceinline__ void copy_element(unsigned char* dst, const T* src) {
 
 /// Issues the copies of one input's chunk into `stage` (nothing waits for them here).
 template <int ITEMS, class T>
-__device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp_chunk<ITEMS>& w, unsigned char* stage) {
+__device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp_chunk<ITEMS>& w,
+                                            unsigned char* stage) {
   using L = chunk_layout<ITEMS, T>;
   constexpr int N = warp_chunk<ITEMS>::elements;
   const int lane = int(threadIdx.x) % 32;
