@@ -54,21 +54,13 @@ sequences<T> host_readable(const cuda& exec, sequences<T> v, std::vector<index_t
 
 namespace detail {
 
-/// The smallest element size among a pack's inputs.
-template <class... T>
-constexpr int narrowest_input(const input_pack<T...>*) {
-  int bytes = 16;
-  ((bytes = int(sizeof(input_element_t<T>)) < bytes ? int(sizeof(input_element_t<T>)) : bytes), ...);
-  return bytes;
-}
-
 /// The policy that runs: the caller's, else default_policy's for the operator, with enough items that
 /// every thread moves at least 16 bytes of its narrowest input (8 steps of bf16 gates where fp32 takes
 /// 4): a whole vector per load, and the per-tile work spread over more bytes.
 template <class Base, class Pack>
 using widened_for =
     std::conditional_t<Base::combine == combine_variant::sequential, Base,
-                       with_items_at_least<Base, 16 / narrowest_input(static_cast<const Pack*>(nullptr))>>;
+                       with_items_at_least<Base, 16 / narrowest_input_bytes<Pack>()>>;
 template <class Policy, class Op, class Pack>
 using cuda_policy_for = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
                                            widened_for<default_policy_t<Op, arch::sm90>, Pack>, Policy>;

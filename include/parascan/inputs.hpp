@@ -68,6 +68,18 @@ struct input_pack<H, R...> {
 };
 
 namespace detail {
+/// The smallest element size among a pack's inputs (16 for none).
+template <class... T>
+constexpr int narrowest_input(const input_pack<T...>*) {
+  int bytes = 16;
+  ((bytes = int(sizeof(input_element_t<T>)) < bytes ? int(sizeof(input_element_t<T>)) : bytes), ...);
+  return bytes;
+}
+template <class Pack>
+constexpr int narrowest_input_bytes() {
+  return narrowest_input(static_cast<const Pack*>(nullptr));
+}
+
 inline input_pack<> make_pack() { return {}; }
 template <class V, class... R>
 input_pack<typename tag_of<V>::type, typename tag_of<R>::type...> make_pack(const V& v, const R&... r) {

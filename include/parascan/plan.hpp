@@ -164,4 +164,14 @@ inline bool log_plans() {
   return on;
 }
 
+/// Whether few long sequences may run the single-pass look-back (PARASCAN_SINGLE_PASS=0: reduce-then-scan
+/// instead, e.g. to compare the two; read once).
+inline bool single_pass_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARASCAN_SINGLE_PASS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 }  // namespace parascan

@@ -6,8 +6,11 @@
 //                     combining costs more than it saves).
 //   channel_group<T>: a warp on 32 sequences at once, lane = sequence, each lane sequentially in time
 //                     (strided layouts whose adjacent sequences are adjacent in memory, (B, T, D)).
-// A group's exclusive_scan(op, thread_total, carry) (all but the channel group, which runs its own loop) returns each thread's prefix, carry included, and
-// advances `carry` (held identically by every thread of a sequence) past the whole group's items.
+// A group's exclusive_scan(op, thread_total, prefix) (all but the channel group, which runs its own loop)
+// returns each thread's prefix within the sequence. `prefix` is the prefix callback (CUB's prefix callback
+// operator): every thread of the group calls it with the group's total over the tile and gets the state
+// before the tile. The tile loop's running carry is one (running_prefix below), the single-pass look-back
+// another (lookback.cuh).
 // sequence_lane() says which of the group's sequences_per_group sequences a thread works on, and
 // loop_end(p1) the bound every thread of the group loops to (its sequences may differ in length).
 #pragma once
@@ -16,6 +19,19 @@
 #include "warp.cuh"
 
 namespace parascan::engine {
+
+/// The running carry of a tile loop as a prefix callback: a tile's prefix is the carry so far, which then
+/// advances past the tile (every thread of a sequence holds the same carry).
+template <class Op>
+struct running_prefix {
+  const Op& op;
+  state_t<Op>& carry;
+  __device__ __forceinline__ state_t<Op> operator()(const state_t<Op>& total) const {
+    const state_t<Op> before = carry;
+    carry = op(carry, total);
+    return before;
+  }
+};
 
 template <int THREADS>
 struct block_group {
@@ -38,9 +54,9 @@ struct block_group {
   __device__ int rank() const { return int(threadIdx.x); }
   __device__ int group_in_block() const { return 0; }
 
-  template <class Op>
-  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
-                                                        state_t<Op>& carry, temp_storage<state_t<Op>>& temp) {
+  template <class Op, class Prefix>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total, Prefix& prefix,
+                                                        temp_storage<state_t<Op>>& temp) {
     using S = state_t<Op>;
     const int warp = int(threadIdx.x) / warp_threads, lane = int(threadIdx.x) % warp_threads;
     const auto in_warp = warp_scan(op, thread_total, temp.warp[warp]);
@@ -49,15 +65,15 @@ struct block_group {
     if (lane == warp_threads - 1) totals[warp] = in_warp.total;
     __syncthreads();
     // Every thread folds the (few) warp totals itself: no second barrier, and the block total is known
-    // to all threads, so the carry needs no broadcast.
-    S before_warp = carry, block_total = carry;
+    // to all threads, so the prefix callback needs no broadcast.
+    S block_total = totals[0], before_warp = totals[0];  // before_warp: warps > 0 only
 #pragma unroll
-    for (int w = 0; w < warps; ++w) {
+    for (int w = 1; w < warps; ++w) {
       if (w == warp) before_warp = block_total;
       block_total = op(block_total, totals[w]);
     }
-    carry = block_total;
-    return op(before_warp, in_warp.exclusive);
+    const S before_tile = prefix(block_total);
+    return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp.exclusive);
   }
 
  private:
@@ -83,13 +99,11 @@ struct warp_group {
   __device__ int rank() const { return int(threadIdx.x) % warp_threads; }
   __device__ int group_in_block() const { return int(threadIdx.x) / warp_threads; }
 
-  template <class Op>
-  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
-                                                        state_t<Op>& carry, temp_storage<state_t<Op>>& temp) {
+  template <class Op, class Prefix>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total, Prefix& prefix,
+                                                        temp_storage<state_t<Op>>& temp) {
     const auto in_warp = warp_scan(op, thread_total, temp.warp[group_in_block()]);
-    const state_t<Op> prefix = op(carry, in_warp.exclusive);
-    carry = op(carry, in_warp.total);
-    return prefix;
+    return op(prefix(in_warp.total), in_warp.exclusive);
   }
 };
 
@@ -110,12 +124,10 @@ struct thread_group {
   __device__ int rank() const { return 0; }
   __device__ int group_in_block() const { return int(threadIdx.x); }
 
-  template <class Op>
-  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total,
-                                                        state_t<Op>& carry, temp_storage<state_t<Op>>&) {
-    const state_t<Op> prefix = carry;
-    carry = op(carry, thread_total);
-    return prefix;
+  template <class Op, class Prefix>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op&, const state_t<Op>& thread_total, Prefix& prefix,
+                                                        temp_storage<state_t<Op>>&) {
+    return prefix(thread_total);
   }
 };
 

@@ -4,8 +4,10 @@
 // Strategies:
 //  - one group per sequence, the group looping over tiles with a running carry: a warp per sequence by
 //    default for states up to 32 bytes (several sequences per block), or a whole block;
-//  - few long sequences: each sequence split into segments over several groups, reduce-then-scan
-//    (fold every segment, scan the segment totals per sequence, rescan each segment from its carry);
+//  - few long sequences: a prefix scan runs them in one pass, block tiles with a decoupled look-back
+//    (lookback.cuh; states of up to 16 bytes, contiguous-time groups); otherwise each sequence is split
+//    into segments over several groups, reduce-then-scan (fold every segment, scan the segment totals
+//    per sequence, rescan each segment from its carry);
 //  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
 //    sequentially in time, inputs staged row by row (channel.cuh);
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
@@ -184,6 +186,17 @@ inline int multiprocessors() {
   });
 }
 
+/// Lets `kernel` take `bytes` of dynamic shared memory (above 48 kB it must ask) on the current device,
+/// once per device (`cache`: the kernel's own).
+template <class Kernel>
+void allow_dynamic_shared(std::atomic<int> (&cache)[64], Kernel kernel, int bytes) {
+  cached_per_device(cache, [&](int) {
+    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                       "cudaFuncSetAttribute");
+    return 1;
+  });
+}
+
 /// Blocks of one segment kernel a multiprocessor holds at once (at least 1), per device (the fold pass
 /// stands for all three: same registers and shared memory).
 template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, class Op, class Pack, class Outs>
@@ -209,8 +222,26 @@ void launch_segments(const segment_args<Op, Pack, Outs>& a, index_t groups, cuda
   detail::check_launch("parascan segment_kernel");
 }
 
+/// The single-pass look-back (lookback.cuh, included at the end of this file).
+template <class Tiles, class Op, class Pack, class Outs>
+bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
+                  cudaStream_t stream);
+
+/// The tiles of the look-back: the policy's (single_pass_tiles), else 512 threads of 16 steps (24 where
+/// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor (policy.hpp).
+template <class Policy, class Op, class Pack, class = void>
+struct lookback_tiles {
+  static constexpr int items = sizeof(state_t<Op>) > 8 ? 8 : detail::narrowest_input_bytes<Pack>() <= 2 ? 24 : 16;
+  using type = cuda_policy<512, items, combine_variant::block, 2>;
+};
+template <class Policy, class Op, class Pack>
+struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_policy>> {
+  using type = typename Policy::lookback_policy;
+};
+
 /// Runs a scan (WRITE) or a reduction (results in a.final) with one group kind: whole sequences in one
-/// pass when they fill the device, else reduce-then-scan over segments (fold, carry, rescan).
+/// pass when they fill the device, else (few long sequences) a single-pass look-back for prefix scans
+/// whose states shuffle, reduce-then-scan over segments (fold, carry, rescan) for the rest.
 /// `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host (a ragged split counts each
 /// group's segments).
 template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs, class Lengths>
@@ -244,6 +275,10 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     launch_segments<Group, items, stages, min_blocks, whole>(a, plan.groups, stream);
     return;
   }
+  if constexpr (WRITE && Group::warp_contiguous && shuffles_state<state_t<Op>>)
+    if (!plan.ragged && single_pass_enabled() &&
+        run_lookback<typename lookback_tiles<Policy, Op, Pack>::type>(a, shape, alloc, stream))
+      return;
   a.splits = plan.splits;
   a.segment = plan.segment;
   index_t launched = plan.groups * plan.splits;
@@ -304,4 +339,5 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 }  // namespace parascan::engine
 
 #include "affine.cuh"
+#include "lookback.cuh"
 #include "matrix.cuh"

@@ -123,17 +123,6 @@ __device__ __forceinline__ void product_part(const typename X::S* P, const typen
 
 extern __shared__ __align__(16) unsigned char parascan_product_shared[];
 
-/// Lets `kernel` take `bytes` of dynamic shared memory (above 48 kB it must ask) on the current device,
-/// once per device (`cache`: the kernel's own).
-template <class Kernel>
-void allow_dynamic_shared(std::atomic<int> (&cache)[64], Kernel kernel, int bytes) {
-  cached_per_device(cache, [&](int) {
-    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-                       "cudaFuncSetAttribute");
-    return 1;
-  });
-}
-
 /// The barrier of a group of WIDTH threads: a warp's, or the block's.
 template <int WIDTH>
 __device__ __forceinline__ void group_sync() {

@@ -9,14 +9,14 @@
 namespace parascan::engine {
 
 /// One tile of a group: lifts the thread's ITEMS steps from `first` (from the warp's completed `stage` of
-/// chunk w, or loaded directly when `stage` is null), scans them across the group from `carry` (advanced
-/// past the tile) and, when WRITE, writes emit() of each step (project() by default) to `out`. Once read,
+/// chunk w, or loaded directly when `stage` is null), scans them across the group from the state the
+/// prefix callback gives for the tile (block.cuh) and, when WRITE, writes emit() of each step (project() by default) to `out`. Once read,
 /// the stage (stage_bytes) regroups the outputs that cannot leave as aligned vectors (warp_io.cuh).
-template <int ITEMS, bool WRITE, class Group, class Op, class Cursors, class Outs>
+template <int ITEMS, bool WRITE, class Group, class Op, class Cursors, class Outs, class Prefix>
 __device__ __forceinline__ void scan_tile(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
                                           const Op& op, const Cursors& in, const Outs& out, const warp_chunk<ITEMS>& w,
                                           index_t first, unsigned char* stage, int stage_bytes, bool exclusive,
-                                          state_t<Op>& carry) {
+                                          Prefix& prefix) {
   using S = state_t<Op>;
   S items[ITEMS];
   typename raw_items<ITEMS, Op, Cursors>::type raw;  // the staged elements, for emit() (else empty)
@@ -28,7 +28,7 @@ __device__ __forceinline__ void scan_tile(Group& group, typename Group::template
   } else {
     load_states<ITEMS>(op, in, w.n, first, w.end, w.reverse, items);
   }
-  S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), carry, temp);
+  S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), prefix, temp);
   if constexpr (WRITE) {
     // What step i writes from its state: project(), or emit() with the step's elements (kept from the
     // stage, or read again where the inputs were loaded directly; never at a padding position).
@@ -92,6 +92,7 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
       __pipeline_commit();
     }
   }
+  running_prefix<Op> prefix{op, carry};
   int current = 0;
   for (index_t base = origin; base < loop_end; base += tile) {
     unsigned char* ready = nullptr;
@@ -107,7 +108,7 @@ __device__ state_t<Op> scan_segment(Group& group, typename Group::template temp_
       ready = stage(current);
       current = current == STAGES - 1 ? 0 : current + 1;
     }
-    scan_tile<ITEMS, WRITE>(group, temp, op, in, out, chunk(base), base + offset, ready, stage_bytes, exclusive, carry);
+    scan_tile<ITEMS, WRITE>(group, temp, op, in, out, chunk(base), base + offset, ready, stage_bytes, exclusive, prefix);
   }
   return carry;
 }

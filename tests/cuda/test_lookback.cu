@@ -1,0 +1,139 @@
+// GPU tests of the single-pass look-back (cuda/lookback.cuh), which runs prefix scans of few long
+// sequences: thousands of tiles a sequence, states of 4, 8 and 16 bytes, a non-commutative operator
+// (2 x 2 matrix products, so that any order error shows), every option, unaligned and reversed views,
+// against an fp64 sequential reference; and bit-identical results from run to run (the look-back folds in
+// a fixed order whatever the timing). Every case here is one to three sequences, far fewer than the device
+// runs at once, which dispatch sends to the look-back (PARASCAN_LOG=1 shows it).
+#include "support/backend_cuda.cuh"
+#include "support/harness.hpp"
+
+#include <parascan/ops/basic.hpp>
+#include <parascan/ops/linear_recurrence.hpp>
+
+#include <cstring>
+
+namespace {
+
+using ptest::index_t;
+
+/// 2 x 2 row-major matrices; the scan multiplies later on the left: P_t = M_t ... M_1 M_0.
+struct mat2 {
+  float v[4];
+};
+struct matmul2 {
+  using value_type = mat2;
+  PARASCAN_HD value_type identity() const { return {{1, 0, 0, 1}}; }
+  PARASCAN_HD value_type operator()(const value_type& e, const value_type& l) const {
+    return {{l.v[0] * e.v[0] + l.v[1] * e.v[2], l.v[0] * e.v[1] + l.v[1] * e.v[3], l.v[2] * e.v[0] + l.v[3] * e.v[2],
+             l.v[2] * e.v[1] + l.v[3] * e.v[3]}};
+  }
+};
+/// A random rotation: products stay bounded, so the fp32 error grows like sqrt(T) and a wrong order
+/// (rotations of different angles commute, so the matrices also shear a little) shows as O(1).
+mat2 random_mat2() {
+  const double a = ptest::uniform(-3.2, 3.2), s = ptest::uniform(-0.01, 0.01);
+  return {{float(std::cos(a)), float(-std::sin(a) + s), float(std::sin(a)), float(std::cos(a))}};
+}
+struct ref2 {
+  double v[4];
+};
+ref2 times(const mat2& l, const ref2& e) {
+  return {{l.v[0] * e.v[0] + l.v[1] * e.v[2], l.v[0] * e.v[1] + l.v[1] * e.v[3], l.v[2] * e.v[0] + l.v[3] * e.v[2],
+           l.v[2] * e.v[1] + l.v[3] * e.v[3]}};
+}
+
+const std::vector<ptest::scan_flags>& option_sets() {
+  static const std::vector<ptest::scan_flags> v = {
+      {false, false, false, false}, {true, true, true, true}, {false, true, false, true}, {true, false, true, false}};
+  return v;
+}
+
+/// Views of `count` sequences of T steps starting `shift` elements into a buffer: one sequence, or a
+/// (1, count, T) batch.
+template <class E>
+parascan::sequences<E> view_of(E* p, index_t count, index_t T, index_t shift) {
+  return count == 1 ? parascan::single(p + shift, T) : parascan::bdt(p + shift, 1, count, T);
+}
+
+TEST_CASE("look-back: 2x2 matrix products (16-byte states, non-commutative), long sequences, every option") {
+  for (const index_t count : {1, 3})
+    for (const index_t T : {5000, 100003, (1 << 20) + 1})
+      for (const auto& f : option_sets()) {
+        INFO(count << " sequence(s) of " << T << ", " << ptest::describe(f));
+        const std::size_t n = std::size_t(count * T), sequences = std::size_t(count);
+        ptest::buffer<mat2> x(n), y(n), init(sequences), fin(sequences);
+        ptest::fill(x, random_mat2);
+        ptest::fill(init, random_mat2);
+        ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+        ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+        auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
+        parascan::prefix_scan(ptest::exec(), matmul2{}, view_of(x.data(), count, T, 0), view_of(y.data(), count, T, 0),
+                              opts);
+        y.download();
+        fin.download();
+        ptest::error_meter err;
+        const auto add = [&](const mat2& got, const ref2& ref) {
+          for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
+        };
+        for (index_t s = 0; s < count; ++s) {
+          const mat2& i0 = init.host[std::size_t(s)];
+          const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
+          const ref2 total = ptest::reference_scan(
+              T, f.exclusive, f.reverse, start,
+              [&](const ref2& c, index_t t) { return times(x.host[std::size_t(s * T + t)], c); },
+              [&](index_t t, const ref2& c) { add(y.host[std::size_t(s * T + t)], c); });
+          if (f.with_final) add(fin.host[std::size_t(s)], total);
+        }
+        CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+      }
+}
+
+TEST_CASE("look-back: fp32 linear recurrence (8-byte states) and cumsum (4-byte), unaligned and reversed") {
+  for (const index_t T : {3000017, 70001})
+    for (const index_t shift : {0, 1})
+      for (const bool reverse : {false, true}) {
+        INFO("T = " << T << ", shift " << shift << (reverse ? ", reverse" : ""));
+        const std::size_t n = std::size_t(T + shift);
+        ptest::buffer<float> a(n), b(n), y(n), z(n);
+        ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
+        ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
+        parascan::options<float> opts;
+        opts.reverse = reverse;
+        parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
+                              parascan::inputs(view_of(a.data(), 1, T, shift), view_of(b.data(), 1, T, shift)),
+                              view_of(y.data(), 1, T, shift), opts);
+        parascan::prefix_scan(ptest::exec(), parascan::ops::sum<float>{}, view_of(b.data(), 1, T, shift),
+                              view_of(z.data(), 1, T, shift), opts);
+        y.download();
+        z.download();
+        ptest::error_meter rec, sum;
+        double x = 0, s = 0;
+        for (index_t p = 0; p < T; ++p) {
+          const std::size_t t = std::size_t(shift + (reverse ? T - 1 - p : p));
+          x = double(a.host[t]) * x + double(b.host[t]);
+          s += double(b.host[t]);
+          rec.add(y.host[t], x);
+          sum.add(z.host[t], s);
+        }
+        CHECK(rec.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+        CHECK(sum.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+      }
+}
+
+TEST_CASE("look-back: the same inputs give bit-identical outputs, run after run") {
+  const index_t T = (1 << 22) + 5;
+  const std::size_t n = std::size_t(T);
+  ptest::buffer<mat2> x(n), y(n);
+  ptest::fill(x, random_mat2);
+  std::vector<mat2> first;
+  for (int run = 0; run < 4; ++run) {
+    parascan::prefix_scan(ptest::exec(), matmul2{}, parascan::single(x.data(), T), parascan::single(y.data(), T));
+    y.download();
+    if (run == 0)
+      first = y.host;
+    else
+      CHECK(std::memcmp(first.data(), y.host.data(), first.size() * sizeof(mat2)) == 0);
+  }
+}
+
+}  // namespace
