@@ -114,6 +114,25 @@ TEST_CASE("plan: a skewed packed batch splits its long sequences at a quarter of
   CHECK(!plan_scan(pair_warp, group_kind::warp, batch_shape{1, index_t(1) << 28, false}, h200_sms, 8).ragged);
 }
 
+TEST_CASE("plan: split prefix scans of small states run the single-pass look-back on long enough sequences") {
+  const index_t tile = 512 * 16;  // the look-back's default tile for fp32 pairs
+  const batch_shape one{1, index_t(1) << 28, false}, shortish{1, 4 * tile - 1, false};
+  const auto split = plan_scan(pair_warp, group_kind::warp, one, h200_sms, 8);
+  REQUIRE(split.splits > 1);
+  CHECK(parascan::runs_single_pass(split, 8, one.max_length, tile));
+  CHECK(parascan::runs_single_pass(split, 16, one.max_length, tile));   // 2x2 fp32 matrices, complex64 pairs
+  CHECK(!parascan::runs_single_pass(split, 32, one.max_length, tile));  // does not shuffle: reduce-then-scan
+  CHECK(!parascan::runs_single_pass(split, 8, shortish.max_length, tile));  // fewer than four tiles
+  const auto whole = plan_scan(pair_warp, group_kind::warp, batch_shape{8 * 1536, 4096, false}, h200_sms, 8);
+  CHECK(!parascan::runs_single_pass(whole, 8, 4096 * 4096, tile));  // not split: one pass anyway
+  auto ragged = split;
+  ragged.ragged = true;
+  CHECK(!parascan::runs_single_pass(ragged, 8, one.max_length, tile));  // skewed packed batches
+  auto channels = split;
+  channels.group = group_kind::channel;
+  CHECK(!parascan::runs_single_pass(channels, 8, one.max_length, tile));  // time strided: (B, T, D)
+}
+
 TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles") {
   const policy_values warp_product{128, 1, 3, combine_variant::warp_product, 4096};
   const policy_values block_product{128, 1, 3, combine_variant::block_product, 4096};

@@ -275,10 +275,12 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     launch_segments<Group, items, stages, min_blocks, whole>(a, plan.groups, stream);
     return;
   }
-  if constexpr (WRITE && Group::warp_contiguous && shuffles_state<state_t<Op>>)
-    if (!plan.ragged && single_pass_enabled() &&
-        run_lookback<typename lookback_tiles<Policy, Op, Pack>::type>(a, shape, alloc, stream))
+  if constexpr (WRITE && Group::warp_contiguous && shuffles_state<state_t<Op>>) {
+    using Tiles = typename lookback_tiles<Policy, Op, Pack>::type;
+    if (runs_single_pass(plan, int(sizeof(state_t<Op>)), shape.max_length, index_t(Tiles::tile)) &&
+        single_pass_enabled() && run_lookback<Tiles>(a, shape, alloc, stream))
       return;
+  }
   a.splits = plan.splits;
   a.segment = plan.segment;
   index_t launched = plan.groups * plan.splits;

@@ -200,8 +200,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 }
 
 /// The prefix scan of `shape.count` sequences (at most shape.max_length steps each) in one pass, with
-/// block tiles of `Tiles` (threads, items, resident blocks). False (nothing run) where the sequences
-/// are shorter than four tiles or a block's stages would not fit in shared memory.
+/// block tiles of `Tiles` (threads, items, resident blocks); dispatch asks plan.hpp's runs_single_pass
+/// first. False (nothing run) where a block's stages would not fit in shared memory or there would be
+/// 2^31 tiles or more.
 template <class Tiles, class Op, class Pack, class Outs>
 bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
                   cudaStream_t stream) {
@@ -218,8 +219,7 @@ bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shap
     // The aligned chunk grid starts up to a chunk before the sequence.
     const index_t tiles_per_sequence = std::max<index_t>(1, (shape.max_length + chunk - 1 + tile - 1) / tile);
     const index_t tiles = tiles_per_sequence * shape.count;
-    // Sequences of few tiles leave the look-back nothing to overlap (and pad): reduce-then-scan instead.
-    if (shape.max_length < 4 * tile || tiles > std::numeric_limits<int>::max()) return false;
+    if (tiles > std::numeric_limits<int>::max()) return false;
     if (log_plans())
       std::fprintf(stderr, "parascan: single pass (look-back): %lld tiles of %lld steps\n",
                    static_cast<long long>(tiles), static_cast<long long>(tile));
