@@ -155,14 +155,18 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   return plan;
 }
 
-/// Whether a prefix scan planned as `plan` runs the single-pass look-back (cuda/lookback.cuh) on tiles
-/// of `lookback_tile` steps rather than reduce-then-scan: it splits its sequences (few long ones), not
-/// ragged; its groups hold consecutive steps of one sequence (warp or block groups); its state shuffles
-/// (at most 16 bytes: the look-back folds published states across a warp); and its sequences have at
-/// least four look-back tiles (shorter ones leave a block's look-back nothing to amortize it over).
-constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, index_t max_length, index_t lookback_tile) {
+/// Whether a prefix scan of `shape` planned as `plan` runs the single-pass look-back (cuda/lookback.cuh)
+/// on tiles of `lookback_tile` steps rather than reduce-then-scan: it splits its sequences (few long
+/// ones), not ragged; its groups hold consecutive steps of one sequence (warp or block groups); its state
+/// shuffles and is published in 4-byte words (at most 16 bytes, a multiple of 4); its sequences have at
+/// least four look-back tiles (shorter ones leave a block's look-back nothing to amortize it over); and
+/// they are of similar lengths (at least half the batch's count x longest steps are real: every sequence
+/// gets the longest one's tiles).
+constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, const batch_shape& shape,
+                                index_t lookback_tile) {
   const bool contiguous = plan.group == group_kind::warp || plan.group == group_kind::block;
-  return plan.splits > 1 && !plan.ragged && contiguous && state_bytes <= 16 && max_length >= 4 * lookback_tile;
+  return plan.splits > 1 && !plan.ragged && contiguous && state_bytes <= 16 && state_bytes % 4 == 0 &&
+         shape.max_length >= 4 * lookback_tile && 2 * shape.total() >= shape.count * shape.max_length;
 }
 
 /// Whether PARASCAN_LOG=1 asks for every plan on stderr (read once).

@@ -1,9 +1,11 @@
 // GPU tests of the single-pass look-back (cuda/lookback.cuh), which runs prefix scans of few long
-// sequences: thousands of tiles a sequence, states of 4, 8 and 16 bytes, a non-commutative operator
-// (2 x 2 matrix products, so that any order error shows), every option, unaligned and reversed views,
-// against an fp64 sequential reference; and bit-identical results from run to run (the look-back folds in
-// a fixed order whatever the timing). Every case here is one to three sequences, far fewer than the device
-// runs at once, which dispatch sends to the look-back (PARASCAN_LOG=1 shows it).
+// sequences: 5 to 1000 tiles a sequence, states of 4, 8 and 16 bytes, a non-commutative operator (2 x 2
+// matrix products, so that any order error shows), every option, unaligned and reversed views, packed
+// sequences of unequal lengths (one empty), 2-byte inputs, against an fp64 sequential reference; and
+// bit-identical results from run to run (the look-back folds in a fixed order whatever the timing). Every
+// case is at most four sequences, far fewer than the device runs at once, each at least four look-back
+// tiles long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs), which
+// dispatch sends to the look-back (plan.hpp's runs_single_pass; PARASCAN_LOG=1 shows it).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -57,7 +59,7 @@ parascan::sequences<E> view_of(E* p, index_t count, index_t T, index_t shift) {
 
 TEST_CASE("look-back: 2x2 matrix products (16-byte states, non-commutative), long sequences, every option") {
   for (const index_t count : {1, 3})
-    for (const index_t T : {5000, 100003, (1 << 20) + 1})
+    for (const index_t T : {20011, 100003, (1 << 20) + 1})
       for (const auto& f : option_sets()) {
         INFO(count << " sequence(s) of " << T << ", " << ptest::describe(f));
         const std::size_t n = std::size_t(count * T), sequences = std::size_t(count);
@@ -118,6 +120,81 @@ TEST_CASE("look-back: fp32 linear recurrence (8-byte states) and cumsum (4-byte)
         CHECK(rec.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
         CHECK(sum.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
       }
+}
+
+TEST_CASE("look-back: packed sequences of unequal lengths, one empty (tiles past a sequence's end)") {
+  const std::vector<index_t> lengths = {100003, 0, 99000, 70001};
+  std::vector<index_t> offsets{0};
+  for (const index_t n : lengths) offsets.push_back(offsets.back() + n);
+  const index_t N = index_t(lengths.size()), total = offsets.back();
+  for (const auto& f : option_sets()) {
+    INFO(ptest::describe(f));
+    const std::size_t sequences = std::size_t(N), steps = std::size_t(total);
+    ptest::buffer<mat2> x(steps), y(steps), init(sequences), fin(sequences);
+    ptest::fill(x, random_mat2);
+    ptest::fill(init, random_mat2);
+    ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+    ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+    auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
+    parascan::prefix_scan(ptest::exec(), matmul2{}, parascan::packed_dt(x.data(), offsets.data(), N, 1, total),
+                          parascan::packed_dt(y.data(), offsets.data(), N, 1, total), opts);
+    y.download();
+    fin.download();
+    ptest::error_meter err;
+    const auto add = [&](const mat2& got, const ref2& ref) {
+      for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
+    };
+    for (index_t s = 0; s < N; ++s) {
+      const mat2& i0 = init.host[std::size_t(s)];
+      const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
+      const index_t o = offsets[std::size_t(s)];
+      const ref2 last = ptest::reference_scan(
+          lengths[std::size_t(s)], f.exclusive, f.reverse, start,
+          [&](const ref2& c, index_t t) { return times(x.host[std::size_t(o + t)], c); },
+          [&](index_t t, const ref2& c) { add(y.host[std::size_t(o + t)], c); });
+      if (f.with_final) add(fin.host[std::size_t(s)], last);
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(100003.0)) * 2);
+  }
+}
+
+TEST_CASE("look-back: bf16 gates and tokens (2-byte inputs, fp32 state), both directions") {
+  const index_t T = 400009;
+  const std::size_t n = std::size_t(T);
+  ptest::buffer<ptest::bf16> a(n), b(n), y(n);
+  ptest::fill(a, [] { return ptest::bf16(float(ptest::uniform(0.9, 1.0))); });
+  ptest::fill(b, [] { return ptest::bf16(float(ptest::uniform(-1, 1))); });
+  for (const bool reverse : {false, true}) {
+    INFO((reverse ? "reverse" : "forward"));
+    parascan::options<float> opts;  // the operator's output type: the state's projection
+    opts.reverse = reverse;
+    parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
+                          parascan::inputs(parascan::single(a.data(), T), parascan::single(b.data(), T)),
+                          parascan::single(y.data(), T), opts);
+    y.download();
+    ptest::error_meter err;
+    double x = 0;
+    for (index_t p = 0; p < T; ++p) {
+      const std::size_t t = std::size_t(reverse ? T - 1 - p : p);
+      x = double(float(a.host[t])) * x + double(float(b.host[t]));
+      err.add(double(float(y.host[t])), x);
+    }
+    CHECK(err.relative() <= 0.5 * 0.0078125 + 1e-6 * (8 + 2 * std::sqrt(double(T))));  // bf16 rounding
+  }
+}
+
+TEST_CASE("2-byte states (not published in 4-byte words) keep reduce-then-scan") {
+  const index_t T = 30011;  // a running count of ones fits in int16
+  const std::size_t n = std::size_t(T);
+  ptest::buffer<short> x(n, short(1)), y(n, short(-1));
+  x.upload();
+  y.upload();
+  parascan::prefix_scan(ptest::exec(), parascan::ops::sum<short>{}, parascan::single(x.data(), T),
+                        parascan::single(y.data(), T));
+  y.download();
+  index_t wrong = 0;
+  for (index_t t = 0; t < T; ++t) wrong += y.host[std::size_t(t)] != short(t + 1);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("look-back: the same inputs give bit-identical outputs, run after run") {

@@ -119,18 +119,23 @@ TEST_CASE("plan: split prefix scans of small states run the single-pass look-bac
   const batch_shape one{1, index_t(1) << 28, false}, shortish{1, 4 * tile - 1, false};
   const auto split = plan_scan(pair_warp, group_kind::warp, one, h200_sms, 8);
   REQUIRE(split.splits > 1);
-  CHECK(parascan::runs_single_pass(split, 8, one.max_length, tile));
-  CHECK(parascan::runs_single_pass(split, 16, one.max_length, tile));   // 2x2 fp32 matrices, complex64 pairs
-  CHECK(!parascan::runs_single_pass(split, 32, one.max_length, tile));  // does not shuffle: reduce-then-scan
-  CHECK(!parascan::runs_single_pass(split, 8, shortish.max_length, tile));  // fewer than four tiles
+  CHECK(parascan::runs_single_pass(split, 8, one, tile));
+  CHECK(parascan::runs_single_pass(split, 16, one, tile));   // 2x2 fp32 matrices, complex64 pairs
+  CHECK(!parascan::runs_single_pass(split, 32, one, tile));  // does not shuffle: reduce-then-scan
+  CHECK(!parascan::runs_single_pass(split, 6, one, tile));   // not whole 4-byte words
+  // Packed batches: every sequence gets the longest one's tiles, so only similar lengths qualify.
+  const batch_shape similar{4, 100000, false, 300000}, mixed{300, 1 << 24, false, (1 << 24) + 299 * 100};
+  CHECK(parascan::runs_single_pass(split, 8, similar, tile));
+  CHECK(!parascan::runs_single_pass(split, 8, mixed, tile));
+  CHECK(!parascan::runs_single_pass(split, 8, shortish, tile));  // fewer than four tiles
   const auto whole = plan_scan(pair_warp, group_kind::warp, batch_shape{8 * 1536, 4096, false}, h200_sms, 8);
-  CHECK(!parascan::runs_single_pass(whole, 8, 4096 * 4096, tile));  // not split: one pass anyway
+  CHECK(!parascan::runs_single_pass(whole, 8, one, tile));  // not split: one pass anyway
   auto ragged = split;
   ragged.ragged = true;
-  CHECK(!parascan::runs_single_pass(ragged, 8, one.max_length, tile));  // skewed packed batches
+  CHECK(!parascan::runs_single_pass(ragged, 8, one, tile));  // skewed packed batches
   auto channels = split;
   channels.group = group_kind::channel;
-  CHECK(!parascan::runs_single_pass(channels, 8, one.max_length, tile));  // time strided: (B, T, D)
+  CHECK(!parascan::runs_single_pass(channels, 8, one, tile));  // time strided: (B, T, D)
 }
 
 TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles") {

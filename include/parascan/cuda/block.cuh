@@ -64,8 +64,8 @@ struct block_group {
     parity_ ^= 1;
     if (lane == warp_threads - 1) totals[warp] = in_warp.total;
     __syncthreads();
-    // Every thread folds the (few) warp totals itself: no second barrier, and the block total is known
-    // to all threads, so the prefix callback needs no broadcast.
+    // Every thread folds the (few) warp totals itself: no second barrier, and every thread knows the block
+    // total (the running carry then needs no broadcast; the look-back's callback broadcasts its prefix).
     S block_total = totals[0], before_warp = totals[0];  // before_warp: warps > 0 only
 #pragma unroll
     for (int w = 1; w < warps; ++w) {

@@ -275,10 +275,10 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     launch_segments<Group, items, stages, min_blocks, whole>(a, plan.groups, stream);
     return;
   }
-  if constexpr (WRITE && Group::warp_contiguous && shuffles_state<state_t<Op>>) {
+  if constexpr (WRITE && Group::warp_contiguous && shuffles_state<state_t<Op>> && sizeof(state_t<Op>) % 4 == 0) {
     using Tiles = typename lookback_tiles<Policy, Op, Pack>::type;
-    if (runs_single_pass(plan, int(sizeof(state_t<Op>)), shape.max_length, index_t(Tiles::tile)) &&
-        single_pass_enabled() && run_lookback<Tiles>(a, shape, alloc, stream))
+    if (runs_single_pass(plan, int(sizeof(state_t<Op>)), shape, index_t(Tiles::tile)) && single_pass_enabled() &&
+        run_lookback<Tiles>(a, shape, alloc, stream))
       return;
   }
   a.splits = plan.splits;

@@ -1,12 +1,13 @@
 // Single-pass scan of few long sequences: a decoupled look-back (Merrill and Garland; CUB's
 // TilePrefixCallbackOp), inputs read once, results deterministic.
 //
-// Each sequence is cut into block tiles, one block a tile, in block order (as CUB: a tile waits only on
-// lower blocks, which the hardware starts first). A block stages its tile (each warp its chunk) and scans
-// it; thread 0 publishes the tile's aggregate (its own total); warp 0 looks back over the tiles before
-// it, 32 at a time, for the nearest one whose inclusive prefix is out (every tile after that one having
-// its aggregate out), folds those aggregates onto it and publishes the tile's inclusive prefix; the
-// block writes its outputs from the prefix. States are published without fences (flagged words below).
+// Each sequence is cut into block tiles, one block a tile, in block order: a tile waits only on lower
+// blocks, assumed to start first (CUDA does not promise it; CUB's DeviceScan assumes the same). A block
+// stages its tile (each warp its chunk) and scans it; thread 0 publishes the tile's aggregate (its own
+// total); warp 0 looks back over the tiles before it, 32 at a time, for the nearest one whose inclusive
+// prefix is out (every tile after that one having its aggregate out), folds those aggregates onto it and
+// publishes the tile's inclusive prefix; the block writes its outputs from the prefix. States are
+// published without fences (flagged words below).
 //
 // Deterministic: the fold runs strictly left to right, one aggregate at a time, so every inclusive prefix
 // is the sequential fold of the start state and all aggregates up to its tile, bit for bit, wherever the
@@ -25,8 +26,9 @@ namespace parascan::engine {
 
 /// A published state: each 32-bit word of it travels with a flag in a 64-bit word, stored and loaded
 /// as one (relaxed atomics at device scope, which 64-bit words are). A reader that sees every flag set
-/// has the whole value, so publishing needs no fence, and neither does reading: a fence at device scope
-/// waits for the thread's earlier stores (a tile's outputs) to drain, microseconds under load.
+/// has the whole value, so neither publishing nor reading needs a fence (a device-scope fence waits for
+/// the thread's outstanding memory operations: an earlier, persistent form of this kernel, whose blocks
+/// had output stores in flight when they published, spent microseconds a tile in them).
 template <class S>
 struct flagged {
   static_assert(sizeof(S) % 4 == 0, "look-back states are published word by word");
@@ -201,8 +203,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 
 /// The prefix scan of `shape.count` sequences (at most shape.max_length steps each) in one pass, with
 /// block tiles of `Tiles` (threads, items, resident blocks); dispatch asks plan.hpp's runs_single_pass
-/// first. False (nothing run) where a block's stages would not fit in shared memory or there would be
-/// 2^31 tiles or more.
+/// first. False (nothing run) where a block's stages would not fit in the device's shared memory or there
+/// would be 2^31 tiles or more.
 template <class Tiles, class Op, class Pack, class Outs>
 bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
                   cudaStream_t stream) {
@@ -214,7 +216,21 @@ bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shap
     return false;
   } else {
     const auto kernel = lookback_kernel<threads, items, Tiles::min_blocks, Op, Pack, Outs>;
-    static std::atomic<int> allowed[64] = {};
+    static std::atomic<int> fits[64] = {}, allowed[64] = {};
+    // 1: the stages fit this device's shared memory (sm_75 has 64 kB a block, sm_86 / 89 99 kB, sm_80 and
+    // sm_90 more); 2: they do not, or the device would not say (reduce-then-scan then, never an error).
+    const bool fit =
+        cached_per_device(fits, [&](int device) {
+          int optin = 0;
+          cudaFuncAttributes attributes{};
+          if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+              cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 2;
+          }
+          return attributes.sharedSizeBytes + std::size_t(shared) <= std::size_t(optin) ? 1 : 2;
+        }) == 1;
+    if (!fit) return false;
     allow_dynamic_shared(allowed, kernel, shared);
     // The aligned chunk grid starts up to a chunk before the sequence.
     const index_t tiles_per_sequence = std::max<index_t>(1, (shape.max_length + chunk - 1 + tile - 1) / tile);
