@@ -57,36 +57,47 @@ parascan::sequences<E> view_of(E* p, index_t count, index_t T, index_t shift) {
   return count == 1 ? parascan::single(p + shift, T) : parascan::bdt(p + shift, 1, count, T);
 }
 
+/// Runs the 2x2 matrix scan of `view(x)` into `view(y)` (sequence s at steps [offsets[s], offsets[s + 1])
+/// of the buffers) with the options `f`, outputs poisoned first, and returns its error against the fp64
+/// sequential reference (the final states included).
+template <class View>
+double scan_mat2(View&& view, const std::vector<index_t>& offsets, const ptest::scan_flags& f) {
+  const std::size_t n = std::size_t(offsets.back()), sequences = offsets.size() - 1;
+  ptest::buffer<mat2> x(n), y(n), init(sequences), fin(sequences);
+  ptest::fill(x, random_mat2);
+  ptest::fill(init, random_mat2);
+  ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+  ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+  auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
+  parascan::prefix_scan(ptest::exec(), matmul2{}, view(x.data()), view(y.data()), opts);
+  y.download();
+  fin.download();
+  ptest::error_meter err;
+  const auto add = [&](const mat2& got, const ref2& ref) {
+    for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
+  };
+  for (std::size_t s = 0; s < sequences; ++s) {
+    const mat2& i0 = init.host[s];
+    const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
+    const index_t o = offsets[s];
+    const ref2 total = ptest::reference_scan(
+        offsets[s + 1] - o, f.exclusive, f.reverse, start,
+        [&](const ref2& c, index_t t) { return times(x.host[std::size_t(o + t)], c); },
+        [&](index_t t, const ref2& c) { add(y.host[std::size_t(o + t)], c); });
+    if (f.with_final) add(fin.host[s], total);
+  }
+  return err.relative();
+}
+
 TEST_CASE("look-back: 2x2 matrix products (16-byte states, non-commutative), long sequences, every option") {
   for (const index_t count : {1, 3})
     for (const index_t T : {20011, 100003, (1 << 20) + 1})
       for (const auto& f : option_sets()) {
         INFO(count << " sequence(s) of " << T << ", " << ptest::describe(f));
-        const std::size_t n = std::size_t(count * T), sequences = std::size_t(count);
-        ptest::buffer<mat2> x(n), y(n), init(sequences), fin(sequences);
-        ptest::fill(x, random_mat2);
-        ptest::fill(init, random_mat2);
-        ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
-        ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
-        auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
-        parascan::prefix_scan(ptest::exec(), matmul2{}, view_of(x.data(), count, T, 0), view_of(y.data(), count, T, 0),
-                              opts);
-        y.download();
-        fin.download();
-        ptest::error_meter err;
-        const auto add = [&](const mat2& got, const ref2& ref) {
-          for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
-        };
-        for (index_t s = 0; s < count; ++s) {
-          const mat2& i0 = init.host[std::size_t(s)];
-          const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
-          const ref2 total = ptest::reference_scan(
-              T, f.exclusive, f.reverse, start,
-              [&](const ref2& c, index_t t) { return times(x.host[std::size_t(s * T + t)], c); },
-              [&](index_t t, const ref2& c) { add(y.host[std::size_t(s * T + t)], c); });
-          if (f.with_final) add(fin.host[std::size_t(s)], total);
-        }
-        CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+        std::vector<index_t> offsets;
+        for (index_t s = 0; s <= count; ++s) offsets.push_back(s * T);
+        CHECK(scan_mat2([&](mat2* p) { return view_of(p, count, T, 0); }, offsets, f) <=
+              1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
       }
 }
 
@@ -123,38 +134,13 @@ TEST_CASE("look-back: fp32 linear recurrence (8-byte states) and cumsum (4-byte)
 }
 
 TEST_CASE("look-back: packed sequences of unequal lengths, one empty (tiles past a sequence's end)") {
-  const std::vector<index_t> lengths = {100003, 0, 99000, 70001};
   std::vector<index_t> offsets{0};
-  for (const index_t n : lengths) offsets.push_back(offsets.back() + n);
-  const index_t N = index_t(lengths.size()), total = offsets.back();
+  for (const index_t n : {100003, 0, 99000, 70001}) offsets.push_back(offsets.back() + n);
+  const index_t N = index_t(offsets.size()) - 1, total = offsets.back();
   for (const auto& f : option_sets()) {
     INFO(ptest::describe(f));
-    const std::size_t sequences = std::size_t(N), steps = std::size_t(total);
-    ptest::buffer<mat2> x(steps), y(steps), init(sequences), fin(sequences);
-    ptest::fill(x, random_mat2);
-    ptest::fill(init, random_mat2);
-    ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
-    ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
-    auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
-    parascan::prefix_scan(ptest::exec(), matmul2{}, parascan::packed_dt(x.data(), offsets.data(), N, 1, total),
-                          parascan::packed_dt(y.data(), offsets.data(), N, 1, total), opts);
-    y.download();
-    fin.download();
-    ptest::error_meter err;
-    const auto add = [&](const mat2& got, const ref2& ref) {
-      for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
-    };
-    for (index_t s = 0; s < N; ++s) {
-      const mat2& i0 = init.host[std::size_t(s)];
-      const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
-      const index_t o = offsets[std::size_t(s)];
-      const ref2 last = ptest::reference_scan(
-          lengths[std::size_t(s)], f.exclusive, f.reverse, start,
-          [&](const ref2& c, index_t t) { return times(x.host[std::size_t(o + t)], c); },
-          [&](index_t t, const ref2& c) { add(y.host[std::size_t(o + t)], c); });
-      if (f.with_final) add(fin.host[std::size_t(s)], last);
-    }
-    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(100003.0)) * 2);
+    CHECK(scan_mat2([&](mat2* p) { return parascan::packed_dt(p, offsets.data(), N, 1, total); }, offsets, f) <=
+          1e-6 * (8 + 2 * std::sqrt(100003.0)) * 2);
   }
 }
 
