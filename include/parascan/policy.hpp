@@ -81,10 +81,11 @@ struct long_sequences : Base {
 
 /// A policy whose prefix scans of few long sequences, which run in a single pass with a decoupled
 /// look-back (cuda/lookback.cuh), use block tiles of `Tiles` (threads, items, resident blocks), the rest
-/// `Base`. Without it, the look-back's tiles are 512 threads of 16 steps (24 where every input is 2 bytes,
-/// 8 for states over 8 bytes), two blocks a multiprocessor: measured on an H100 (one fp32 linear recurrence of 2^28 steps, % of
-/// cudaMemcpy, 2026-11-22), the look-back's round trips want big tiles: 128 x 8: 27, 256 x 8 (4 blocks):
-/// 46, 256 x 16 (3): 62, 512 x 8 (3): 55, 256 x 32 (2): 66, 1024 x 8 (2): 52, 512 x 16 (2): 70%.
+/// `Base`. Without it, the look-back's tiles are 512 threads of 16 steps (24 where every input is 2
+/// bytes, 8 for states over 8 bytes), two blocks a multiprocessor: measured on an H100 (one fp32 linear
+/// recurrence of 2^28 steps, % of cudaMemcpy, 2026-11-22), the look-back's round trips want big tiles:
+/// 128 x 8: 27, 256 x 8 (4 blocks): 46, 256 x 16 (3): 62, 512 x 8 (3): 55, 256 x 32 (2): 66, 1024 x 8
+/// (2): 52, 512 x 16 (2): 70%.
 template <class Base, class Tiles>
 struct single_pass_tiles : Base {
   using lookback_policy = Tiles;

@@ -152,17 +152,9 @@ struct lookback_prefix {
 
 extern __shared__ __align__(16) unsigned char parascan_lookback_stages[];
 
-/// The bytes of a warp's stage (one chunk of every input).
-template <int ITEMS, class Pack>
-struct lookback_stage;
-template <int ITEMS, class... T>
-struct lookback_stage<ITEMS, input_pack<T...>> {
-  static constexpr int bytes = engine::stage_bytes<ITEMS, input_element_t<T>...>();
-};
-
 /// Tile t = blockIdx.x of the batch: tile k = t % tiles_per_sequence of sequence s = t / tiles_per_sequence,
 /// laid on the first input's aligned chunk grid as in scan_segment. Each warp stages its chunk in its
-/// stage of dynamic shared memory.
+/// stage of dynamic shared memory (one stage of staging_plan's size a warp).
 template <int THREADS, int ITEMS, int MIN_BLOCKS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     lookback_kernel(const segment_args<Op, Pack, Outs> a, const tile_status<state_t<Op>> status,
@@ -170,7 +162,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   using S = state_t<Op>;
   using Group = block_group<THREADS>;
   using temp_t = typename Group::template temp_storage<S>;
-  constexpr int stage_bytes = lookback_stage<ITEMS, Pack>::bytes;
+  constexpr int stage_bytes = staging_plan<Group, ITEMS, 1, Op, Pack>::stage_bytes;
   __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
   __shared__ alignas(16) unsigned char prefix_bytes[sizeof(S)];
   temp_t& temp = *reinterpret_cast<temp_t*>(temp_bytes);
@@ -211,42 +203,38 @@ bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shap
   using S = state_t<Op>;
   constexpr int threads = Tiles::threads, items = Tiles::items;
   constexpr index_t tile = index_t(threads) * items, chunk = index_t(warp_threads) * items;
-  constexpr int shared = lookback_stage<items, Pack>::bytes * (threads / warp_threads);
-  if constexpr (shared > 160 * 1024) {
-    return false;
-  } else {
-    const auto kernel = lookback_kernel<threads, items, Tiles::min_blocks, Op, Pack, Outs>;
-    static std::atomic<int> fits[64] = {}, allowed[64] = {};
-    // 1: the stages fit this device's shared memory (sm_75 has 64 kB a block, sm_86 / 89 99 kB, sm_80 and
-    // sm_90 more); 2: they do not, or the device would not say (reduce-then-scan then, never an error).
-    const bool fit =
-        cached_per_device(fits, [&](int device) {
-          int optin = 0;
-          cudaFuncAttributes attributes{};
-          if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-              cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return 2;
-          }
-          return attributes.sharedSizeBytes + std::size_t(shared) <= std::size_t(optin) ? 1 : 2;
-        }) == 1;
-    if (!fit) return false;
-    allow_dynamic_shared(allowed, kernel, shared);
-    // The aligned chunk grid starts up to a chunk before the sequence.
-    const index_t tiles_per_sequence = std::max<index_t>(1, (shape.max_length + chunk - 1 + tile - 1) / tile);
-    const index_t tiles = tiles_per_sequence * shape.count;
-    if (tiles > std::numeric_limits<int>::max()) return false;
-    if (log_plans())
-      std::fprintf(stderr, "parascan: single pass (look-back): %lld tiles of %lld steps\n",
-                   static_cast<long long>(tiles), static_cast<long long>(tile));
-    detail::temp_buffer memory(alloc, stream, tile_status<S>::bytes(tiles));
-    detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, tile_status<S>::bytes(tiles), stream),
-                       "parascan look-back status");
-    kernel<<<unsigned(tiles), threads, shared, stream>>>(a, tile_status<S>::in(memory.as<void>(), tiles),
-                                                         tiles_per_sequence);
-    detail::check_launch("parascan lookback_kernel");
-    return true;
-  }
+  constexpr int shared = staging_plan<block_group<threads>, items, 1, Op, Pack>::stage_bytes * (threads / warp_threads);
+  const auto kernel = lookback_kernel<threads, items, Tiles::min_blocks, Op, Pack, Outs>;
+  static std::atomic<int> fits[64] = {}, allowed[64] = {};
+  // 1: the stages fit this device's shared memory (sm_75 has 64 kB a block, sm_86 / 89 99 kB, sm_80 and
+  // sm_90 more); 2: they do not, or the device would not say (reduce-then-scan then, never an error).
+  const bool fit =
+      cached_per_device(fits, [&](int device) {
+        int optin = 0;
+        cudaFuncAttributes attributes{};
+        if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+            cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+          (void)cudaGetLastError();
+          return 2;
+        }
+        return attributes.sharedSizeBytes + std::size_t(shared) <= std::size_t(optin) ? 1 : 2;
+      }) == 1;
+  if (!fit) return false;
+  allow_dynamic_shared(allowed, kernel, shared);
+  // The aligned chunk grid starts up to a chunk before the sequence.
+  const index_t tiles_per_sequence = std::max<index_t>(1, (shape.max_length + chunk - 1 + tile - 1) / tile);
+  const index_t tiles = tiles_per_sequence * shape.count;
+  if (tiles > std::numeric_limits<int>::max()) return false;
+  if (log_plans())
+    std::fprintf(stderr, "parascan: single pass (look-back): %lld tiles of %lld steps\n", static_cast<long long>(tiles),
+                 static_cast<long long>(tile));
+  detail::temp_buffer memory(alloc, stream, tile_status<S>::bytes(tiles));
+  detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, tile_status<S>::bytes(tiles), stream),
+                     "parascan look-back status");
+  kernel<<<unsigned(tiles), threads, shared, stream>>>(a, tile_status<S>::in(memory.as<void>(), tiles),
+                                                       tiles_per_sequence);
+  detail::check_launch("parascan lookback_kernel");
+  return true;
 }
 
 }  // namespace parascan::engine
