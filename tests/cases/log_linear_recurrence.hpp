@@ -288,18 +288,36 @@ TEST_CASE("signed_log_linear_recurrence: (log a, b) and (log|a|, sign a, log|b|,
 }
 
 TEST_CASE("signed_log_linear_recurrence: exact zeros and cancellation, no NaN") {
-  using parascan::ops::signed_logaddexp;
-  const float inf = INFINITY;
-  const signed_log<float> zero{-inf, 1}, three{std::log(3.0f), 1}, minus_three{std::log(3.0f), -1};
-  CHECK(signed_logaddexp(three, minus_three).log_abs == -inf);  // 3 - 3 = 0
-  CHECK(signed_logaddexp(zero, zero).log_abs == -inf);
-  CHECK(signed_logaddexp(zero, minus_three).log_abs == minus_three.log_abs);
-  CHECK(signed_logaddexp(zero, minus_three).sign == -1);
-  CHECK(std::isnan(signed_logaddexp(signed_log<float>{inf, 1}, signed_log<float>{inf, -1}).log_abs));
-  CHECK(std::isnan(signed_logaddexp(signed_log<float>{NAN, 1}, three).log_abs));
-  const float lo = 1.0f - 1e-6f;  // e - e^lo: log1mexp near 0, where log1p(-exp(d)) would lose digits
-  const auto near = signed_logaddexp(signed_log<float>{1.0f, 1}, signed_log<float>{lo, -1});
-  CHECK(near.log_abs == doctest::Approx(1.0 + std::log(-std::expm1(double(lo) - 1.0))).epsilon(1e-5));
+  // Sums through the operator's combine (gates a = 1), read back as signed logs.
+  const parascan::ops::signed_log_linear_recurrence<float> op;
+  const float inf = INFINITY, log3 = std::log(3.0f);
+  const auto term = [&](float log_abs, float sign) { return op.lift(0.0f, 1.0f, log_abs, sign); };
+  const auto sum = [&](auto x, auto y) { return op.project(op(x, y)); };
+  CHECK(sum(term(log3, 1), term(log3, -1)).log_abs == -inf);  // 3 - 3 = 0
+  CHECK(sum(term(log3, 1), term(log3, -1)).sign == 1);
+  CHECK(sum(term(-inf, 1), term(-inf, -1)).log_abs == -inf);  // 0 + 0
+  CHECK(sum(term(-inf, 1), term(log3, -1)).log_abs == doctest::Approx(log3));
+  CHECK(sum(term(-inf, 1), term(log3, -1)).sign == -1);
+  CHECK(std::isnan(sum(term(inf, 1), term(inf, -1)).log_abs));  // inf - inf
+  CHECK(sum(term(inf, 1), term(log3, -1)).log_abs == inf);
+  CHECK(std::isnan(sum(term(NAN, 1), term(log3, 1)).log_abs));
+  // A zero left by exact cancellation at a large magnitude does not swallow a small term after it:
+  // (e^80 - e^80) + 1 = 1 (a stale max of 80 would scale the 1 by e^-80, below fp32's range).
+  const auto cancelled = op(term(80.0f, 1), term(80.0f, -1));
+  CHECK(op.project(op(cancelled, term(0.0f, 1))).log_abs == 0.0f);
+  // Near-cancellation: e - e^lo loses what fp32 loses on terms of size e (an error relative to e).
+  const float lo = 1.0f - 1e-6f;
+  const auto near = sum(term(1.0f, 1), term(lo, -1));
+  CHECK(near.sign == 1);
+  CHECK(std::abs(std::exp(double(near.log_abs)) - (std::exp(1.0) - std::exp(double(lo)))) <=
+        4 * ptest::eps_of<float>() * std::exp(1.0));
+  // Repeated near-cancellations keep the scaled sum in range (renormalized by 2^64): seven exact ones, each
+  // x - x (1 - 2^-24), take e^200 to e^200 2^-168 = e^83.55, whose scaled sum (2^-168) a float cannot hold.
+  using state = parascan::ops::signed_log_linear_state<float>;
+  state r{0.0f, 1.0f, 200.0f, 1.0f};
+  for (int i = 0; i < 7; ++i) r = op(r, state{0.0f, 1.0f, r.max, -r.scaled_sum * (1.0f - 0x1p-24f)});
+  CHECK(op.project(r).log_abs == doctest::Approx(200.0 - 168 * std::log(2.0)).epsilon(1e-6));
+  CHECK(op.project(r).sign == 1);
 
   // x = 3, then 1 * 3 - 3 = 0 exactly, then 0.5 * 0 + 5 = 5, then 0 * 5 - 2 = -2 (a zero gate resets).
   const float la[] = {0, 0, std::log(0.5f), -inf}, b[] = {3, -3, 5, -2};
@@ -333,10 +351,10 @@ TEST_CASE("log_linear_recurrence: operator laws") {
   ptest::fast_random g;
   using P = parascan::ops::log_linear_recurrence<double>;
   ptest::check_operator_laws(
-      P{}, [&] { return P::value_type{g.uniform(-3, 3), random_log_b(g)}; },
+      P{}, [&] { return P{}.lift(g.uniform(-3, 3), random_log_b(g)); },
       [](const P::value_type& x, const P::value_type& y) {
         const auto d = [](double u, double v) { return u == v ? 0.0 : std::abs(u - v) / (1 + std::abs(v)); };
-        return std::max(d(x.log_a, y.log_a), d(x.log_b, y.log_b));
+        return std::max(d(x.log_a, y.log_a), d(P{}.project(x), P{}.project(y)));
       },
       1e-15, 0.0);
   using Q = parascan::ops::signed_log_linear_recurrence<double>;
@@ -349,7 +367,7 @@ TEST_CASE("log_linear_recurrence: operator laws") {
           const double a = double(u), b = double(v);
           return std::abs(a - b) / (1 + std::abs(b));
         };
-        return std::max(d(x.a, y.a), d(x.b, y.b));
+        return std::max(d({x.log_a, x.sign_a}, {y.log_a, y.sign_a}), d(Q{}.project(x), Q{}.project(y)));
       },
       1e-12, 0.0);
 }

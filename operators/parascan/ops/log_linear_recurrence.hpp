@@ -4,14 +4,19 @@
 // x[t] = exp(A*[t] + log cumsum exp(log b - A*)) from A* = cumsum(log a), which loses everything once
 // A* spans more than the float range; here each combine only ever adds logs of factors that meet).
 //
-// Math: the affine-map composition of linear_recurrence.hpp, (a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2),
-// with every number as (log|v|, sign v): products add logs and multiply signs; the sum a2 b1 + b2 is a
-// signed logaddexp: max + log1p(exp(-|d|)) for equal signs, max + log(1 - exp(-|d|)) (computed
-// accurately on both sides of |d| = log 2) for opposite ones.
+// Math: the affine-map composition of linear_recurrence.hpp, (a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2).
+//   Positive a, b: A as log A, B as exp(max) * scaled_sum, as logsumexp.hpp keeps a log-sum (scaled_sum
+//       >= 1 once anything was added, at most the number of steps): the sum a2 b1 + b2 rescales the smaller
+//       side only, one exp (argument <= 0) per combine, and the log is taken once, when a step is written.
+//       (The state (log A, log B) combined by logaddexp paid an exp and a log1p in every combine.)
+//   Any signs: every number as (log|v|, sign v): products add logs and multiply signs; the sum a2 b1 + b2
+//       is a signed logaddexp: max + log1p(exp(-|d|)) for equal signs, max + log(1 - exp(-|d|)) (computed
+//       accurately on both sides of |d| = log 2) for opposite ones.
 //
 // Two operators:
-//   log_linear_recurrence<S>: a, b > 0. Inputs log a, log b -> lift(log_a, log_b); state (log A, log B);
-//       output log x (an S). seed(log x0). Zeros are -inf: log_a = -inf resets, log_b = -inf adds nothing.
+//   log_linear_recurrence<S>: a, b > 0. Inputs log a, log b -> lift(log_a, log_b); state (log A, max,
+//       scaled_sum); output log x (an S). seed(log x0). Zeros are -inf: log_a = -inf resets, log_b = -inf
+//       adds nothing.
 //   signed_log_linear_recurrence<S>: any signs. Inputs either
 //       lift(log_a, b):                        a > 0 as log a, b as its value (the SSM case: a decay
 //                                              given in log space, signed tokens), or
@@ -26,7 +31,8 @@
 // times a zero gives NaN, as in linear arithmetic.
 //
 // Precision: every log-value rounds to an ulp of its own size, so the relative error of x is about
-// eps * max(1, |log x|) per step; cancellation loses what it loses in any arithmetic (the error is
+// eps * max(1, |log x|) per step (the positive operator's scaled sum rounds an ulp of itself per combine, as
+// any running sum; its log is fp32's fast __logf on the GPU, absolute error below 2^-21 for a sum in [1, 2]); cancellation loses what it loses in any arithmetic (the error is
 // relative to |a x| + |b|, not to |x|). S is fp32 for bf16/fp16 inputs (ops/accumulator.hpp).
 #pragma once
 
@@ -55,37 +61,12 @@ struct signed_log {
   PARASCAN_HD explicit operator S() const { return sign * std::exp(log_abs); }
 };
 
-/// The signed_log of a value v (log 0 = -inf).
-template <class S>
-PARASCAN_HD PARASCAN_INLINE signed_log<S> to_signed_log(S v) {
-  return {std::log(std::fabs(v)), v < S(0) ? S(-1) : S(1)};
-}
-
-/// x + y for signed logs: -inf safe, exact cancellation to zero, NaN propagating.
-template <class S>
-PARASCAN_HD PARASCAN_INLINE signed_log<S> signed_logaddexp(const signed_log<S>& x, const signed_log<S>& y) {
-  constexpr S inf = limits<S>::infinity();
-  if (x.log_abs != x.log_abs) return x;
-  if (y.log_abs != y.log_abs) return y;
-  const bool x_big = x.log_abs >= y.log_abs;
-  const signed_log<S>& hi = x_big ? x : y;
-  const signed_log<S>& lo = x_big ? y : x;
-  if (hi.log_abs == -inf) return {-inf, S(1)};  // 0 + 0 (and -inf - -inf would be NaN)
-  if (hi.log_abs == inf)                        // inf + finite; inf - inf is NaN
-    return lo.log_abs == inf && lo.sign != hi.sign ? signed_log<S>{limits<S>::quiet_NaN(), S(1)} : hi;
-  const S d = lo.log_abs - hi.log_abs;  // in [-inf, 0]
-  if (hi.sign == lo.sign) return {hi.log_abs + std::log1p(std::exp(d)), hi.sign};
-  if (d == S(0)) return {-inf, S(1)};  // exact cancellation: zero, not log(0) - ... = NaN
-  // log(1 - e^d): expm1 is accurate near d = 0, log1p far from it (Maechler's log1mexp).
-  const S log1m = d > S(-0.693147180559945309) ? std::log(-std::expm1(d)) : std::log1p(-std::exp(d));
-  return {hi.log_abs + log1m, hi.sign};
-}
-
-/// The map x -> A x + B with A, B > 0, as logs.
+/// The map x -> A x + B with A, B > 0: A = exp(log_a), B = exp(max) * scaled_sum (B = 0: max = -inf).
 template <class S>
 struct log_linear_state {
   S log_a;
-  S log_b;
+  S max;
+  S scaled_sum;
 };
 
 /// x[t] = a[t] x[t-1] + b[t] for a, b > 0, in log space: inputs log a, log b; output log x.
@@ -93,17 +74,21 @@ template <class S>
 struct log_linear_recurrence {
   using value_type = log_linear_state<S>;
 
-  PARASCAN_HD value_type identity() const { return {S(0), -limits<S>::infinity()}; }
-  /// earlier first, then later: (log a1 + log a2, logaddexp(log a2 + log b1, log b2)).
+  PARASCAN_HD value_type identity() const { return {S(0), -limits<S>::infinity(), S(0)}; }
+  /// earlier first, then later: (log a1 + log a2, a2 b1 + b2 with the smaller term rescaled to the larger).
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
-    return {earlier.log_a + later.log_a, logaddexp(later.log_a + earlier.log_b, later.log_b)};
+    // The carried term a2 b1 = exp(log a2 + max1) sum1 plus b2 = exp(max2) sum2. -inf + +inf (a zero gate
+    // times an infinite x) is a NaN maximum, as 0 * inf, and stays NaN.
+    const auto b = add_scaled(later.log_a + earlier.max, earlier.scaled_sum, later.max, later.scaled_sum);
+    return {earlier.log_a + later.log_a, b.max, b.sum};
   }
   template <class LA, class LB>
   PARASCAN_HD value_type lift(const LA& log_a, const LB& log_b) const {
-    return {to_accumulator<S>(log_a), to_accumulator<S>(log_b)};
+    return {to_accumulator<S>(log_a), to_accumulator<S>(log_b), S(1)};
   }
-  PARASCAN_HD S project(const value_type& s) const { return s.log_b; }
-  PARASCAN_HD value_type seed(const S& log_x0) const { return {S(0), log_x0}; }
+  /// log B = max + log(scaled_sum): -inf for B = 0 (max = -inf), +inf and NaN as they came.
+  PARASCAN_HD S project(const value_type& s) const { return s.max + scan_log(s.scaled_sum); }
+  PARASCAN_HD value_type seed(const S& log_x0) const { return {S(0), log_x0, S(1)}; }
 };
 
 /// The adjoint of the positive log-space recurrence y = log x: a reverse, exclusive scan over log a, y,
@@ -148,11 +133,14 @@ struct log_linear_recurrence_adjoint {
   }
 };
 
-/// The map x -> A x + B with signed A, B, as signed logs.
+/// The map x -> A x + B with signed A, B: A = sign_a exp(log_a), B = exp(max) * scaled_sum (signed; zero
+/// is max = -inf).
 template <class S>
 struct signed_log_linear_state {
-  signed_log<S> a;
-  signed_log<S> b;
+  S log_a;
+  S sign_a;
+  S max;
+  S scaled_sum;
 };
 
 /// x[t] = a[t] x[t-1] + b[t] for any signs, in log space; output x as signed_log<S>.
@@ -160,25 +148,50 @@ template <class S>
 struct signed_log_linear_recurrence {
   using value_type = signed_log_linear_state<S>;
 
-  PARASCAN_HD value_type identity() const { return {{S(0), S(1)}, {-limits<S>::infinity(), S(1)}}; }
-  /// earlier first, then later: (a1 a2, a2 b1 + b2).
+  PARASCAN_HD value_type identity() const { return {S(0), S(1), -limits<S>::infinity(), S(0)}; }
+  /// earlier first, then later: (a1 a2, a2 b1 + b2), the smaller term rescaled to the larger (one exp).
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
-    const signed_log<S> a2b1{later.a.log_abs + earlier.b.log_abs, later.a.sign * earlier.b.sign};
-    return {{earlier.a.log_abs + later.a.log_abs, earlier.a.sign * later.a.sign}, signed_logaddexp(a2b1, later.b)};
+    constexpr S inf = limits<S>::infinity();
+    const S carried_max = later.log_a + earlier.max, carried_sum = later.sign_a * earlier.scaled_sum;
+    const auto b = add_scaled(carried_max, carried_sum, later.max, later.scaled_sum);
+    S max = b.max, sum = b.sum;
+    if (carried_max == inf && later.max == inf && (carried_sum < S(0)) != (later.scaled_sum < S(0))) {
+      max = limits<S>::quiet_NaN();  // inf - inf
+    } else if (sum == S(0)) {
+      // Exact cancellation: zero is max = -inf, so that a stale max cannot outweigh (and underflow) the
+      // terms that come later.
+      max = -inf;
+    } else if (std::fabs(sum) < S(5.42101086242752217e-20)) {
+      // Near-cancellation shrinks the sum by up to an ulp each time: renormalize (exactly, by 2^64) before
+      // it could underflow, so that it never falls below the terms it is compared with.
+      sum *= S(18446744073709551616.0);
+      max -= S(44.3614195558364998);  // 64 log 2
+    }
+    return {earlier.log_a + later.log_a, earlier.sign_a * later.sign_a, max, sum};
   }
-  /// a > 0 given as log a; b given as its (signed) value.
+  /// a > 0 given as log a; b given as its (signed) value, split into exponent and mantissa (no log).
   template <class LA, class B>
   PARASCAN_HD value_type lift(const LA& log_a, const B& b) const {
-    return {{to_accumulator<S>(log_a), S(1)}, to_signed_log(to_accumulator<S>(b))};
+    const S v = to_accumulator<S>(b);
+    if (v == S(0)) return {to_accumulator<S>(log_a), S(1), -limits<S>::infinity(), S(0)};
+    if (!(std::fabs(v) <= limits<S>::max()))  // +-inf, NaN: max inf or NaN, the sign in the sum
+      return {to_accumulator<S>(log_a), S(1), std::fabs(v), v < S(0) ? S(-1) : S(1)};
+    int e = 0;
+    const S mantissa = std::frexp(v, &e);  // v = mantissa 2^e, |mantissa| in [0.5, 1)
+    return {to_accumulator<S>(log_a), S(1), S(e) * S(0.693147180559945309), mantissa};
   }
   /// Both as log-magnitude and sign (a sign < 0 means negative).
   template <class LA, class SA, class LB, class SB>
   PARASCAN_HD value_type lift(const LA& log_a, const SA& sign_a, const LB& log_b, const SB& sign_b) const {
-    return {{to_accumulator<S>(log_a), to_accumulator<S>(sign_a) < S(0) ? S(-1) : S(1)},
-            {to_accumulator<S>(log_b), to_accumulator<S>(sign_b) < S(0) ? S(-1) : S(1)}};
+    return {to_accumulator<S>(log_a), to_accumulator<S>(sign_a) < S(0) ? S(-1) : S(1), to_accumulator<S>(log_b),
+            to_accumulator<S>(sign_b) < S(0) ? S(-1) : S(1)};
   }
-  PARASCAN_HD signed_log<S> project(const value_type& s) const { return s.b; }
-  PARASCAN_HD value_type seed(const signed_log<S>& x0) const { return {{S(0), S(1)}, x0}; }
+  /// x = B as {log|B|, sign B}; zero as {-inf, +1}.
+  PARASCAN_HD signed_log<S> project(const value_type& s) const {
+    const bool zero = s.max == -limits<S>::infinity();
+    return {s.max + scan_log(std::fabs(s.scaled_sum)), zero || !(s.scaled_sum < S(0)) ? S(1) : S(-1)};
+  }
+  PARASCAN_HD value_type seed(const signed_log<S>& x0) const { return {S(0), S(1), x0.log_abs, x0.sign}; }
 };
 
 }  // namespace parascan::ops

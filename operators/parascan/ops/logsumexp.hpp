@@ -38,18 +38,6 @@
 
 namespace parascan::ops {
 
-/// log(exp(x) + exp(y)) without overflow, -inf safe, NaN propagating.
-template <class S>
-PARASCAN_HD PARASCAN_INLINE S logaddexp(S x, S y) {
-  const S hi = x > y ? x : y;
-  // Equal infinities (both -inf: zero plus zero; both +inf) would make x - y NaN; the max is exact.
-  // A NaN fails x > y, so hi = y: the NaN test below catches x.
-  if (x != x) return x;
-  if (hi == -limits<S>::infinity() || hi == limits<S>::infinity()) return hi;
-  const S lo = x > y ? y : x;
-  return hi + std::log1p(std::exp(lo - hi));  // lo - hi <= 0: exp cannot overflow; NaN y passes through
-}
-
 /// exp and log of an accumulator: the GPU's fast approximations for fp32 (see above), else std::.
 template <class S>
 PARASCAN_HD PARASCAN_INLINE S scan_exp(S x) {
@@ -58,12 +46,60 @@ PARASCAN_HD PARASCAN_INLINE S scan_exp(S x) {
 #endif
   return std::exp(x);
 }
+/// log of a scaled sum (never a denormal: >= 1, or >= 2^-64 when signed; zero gives -inf). GPU fp32:
+/// lg2.approx.ftz times log 2, two instructions (__logf's non-ftz form adds a denormal fix-up to each).
 template <class S>
 PARASCAN_HD PARASCAN_INLINE S scan_log(S x) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same<S, float>::value) return __logf(x);
+  if constexpr (std::is_same<S, float>::value) {
+    float log2_x;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_x) : "f"(x));
+    return log2_x * 0.693147180559945309f;
+  }
 #endif
   return std::log(x);
+}
+
+/// exp(-gap) for the rescaling of a log-sum's smaller side, gap = |max difference| >= 0; a NaN gap (equal
+/// infinities subtracted, or a NaN maximum, which the larger maximum carries on) gives 1. GPU fp32:
+/// ex2.approx.ftz, so a scale below 2^-126, far under a rounding of the larger side, is 0.
+template <class S>
+PARASCAN_HD PARASCAN_INLINE S rescale_factor(S gap) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<S, float>::value) {
+    float scale;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(scale) : "f"(fminf(-gap, 0.0f) * 1.44269504088896341f));
+    return scale;
+  }
+#endif
+  return gap == gap ? std::exp(-gap) : S(1);
+}
+
+/// max(x, y), NaN if either is NaN (max.NaN on the GPU: one instruction).
+template <class S>
+PARASCAN_HD PARASCAN_INLINE S max_or_nan(S x, S y) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<S, float>::value) {
+    float m;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(x), "f"(y));
+    return m;
+  }
+#endif
+  return x != x || x >= y ? x : y;
+}
+
+/// exp(max_x) sum_x + exp(max_y) sum_y as (max, sum): the larger maximum (NaN if either is), the other
+/// side's sum rescaled by one exp of the maxima's difference (1 for equal infinities: no inf - inf).
+template <class S>
+struct scaled_sum_pair {
+  S max, sum;
+};
+template <class S>
+PARASCAN_HD PARASCAN_INLINE scaled_sum_pair<S> add_scaled(S max_x, S sum_x, S max_y, S sum_y) {
+  // (Selects on the fields, not references to whole states: those put the states in local memory.)
+  const bool x_hi = max_x >= max_y;
+  const S hi_sum = x_hi ? sum_x : sum_y, lo_sum = x_hi ? sum_y : sum_x;
+  return {max_or_nan(max_x, max_y), hi_sum + lo_sum * rescale_factor(std::fabs(max_x - max_y))};
 }
 
 /// The log-value max + log(scaled_sum).
@@ -79,14 +115,8 @@ struct log_add_exp {
   using value_type = log_sum<Acc>;
   PARASCAN_HD value_type identity() const { return {-limits<Acc>::infinity(), Acc(0)}; }
   PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
-    // A NaN maximum fails >=, so hi may be the NaN side or not; either way its NaN reaches the sum.
-    // (Selects on the fields, not references to whole states: those put the states in local memory.)
-    const bool earlier_hi = earlier.max >= later.max;
-    const Acc hi_max = earlier_hi ? earlier.max : later.max, lo_max = earlier_hi ? later.max : earlier.max;
-    const Acc hi_sum = earlier_hi ? earlier.scaled_sum : later.scaled_sum;
-    const Acc lo_sum = earlier_hi ? later.scaled_sum : earlier.scaled_sum;
-    const Acc scale = lo_max == hi_max ? Acc(1) : scan_exp(lo_max - hi_max);  // equal infinities: no inf - inf
-    return {hi_max, hi_sum + lo_sum * scale};
+    const auto r = add_scaled(earlier.max, earlier.scaled_sum, later.max, later.scaled_sum);
+    return {r.max, r.sum};
   }
   PARASCAN_HD value_type lift(const T& x) const { return {to_accumulator<Acc>(x), Acc(1)}; }
   PARASCAN_HD Acc project(const value_type& s) const { return s.max + scan_log(s.scaled_sum); }
