@@ -889,6 +889,39 @@ void run_log_backward(context& ctx, record& r, index_t B, index_t D, index_t T) 
       });
 }
 
+/// logcumsumexp_backward over (B, D, T): reads x, y (the forward's, computed first) and dL/dy; writes
+/// dL/dx = sum over u >= t of dy[u] exp(x[t] - y[u]). Checked against fp64 sums of the stored values on a
+/// few sequences, relative to the size of their terms.
+void run_logcumsumexp_backward(context& ctx, record& r, index_t B, index_t D, index_t T) {
+  const std::size_t n = std::size_t(B * D * T);
+  device_array<float> x(n), y(n), dy(n), dx(n);
+  fill(x.p, n, dist::token, 2);
+  fill(dy.p, n, dist::token, 3);
+  const auto v = [&](float* p) { return parascan::bdt(p, B, D, T); };
+  parascan::logcumsumexp(parascan::cuda{}, v(x.p), v(y.p));
+  measure(
+      ctx, r, [&] { dx.poison(); },
+      [&] { parascan::logcumsumexp_backward(parascan::cuda{}, v(x.p), v(y.p), v(dy.p), v(dx.p)); },
+      [&] {
+        error_meter m{1e-5};
+        std::vector<float> h[4];
+        for (index_t s : pick(B * D)) {
+          const float* dev[4] = {x.p, y.p, dy.p, dx.p};
+          for (int k = 0; k < 4; ++k) {
+            h[k].resize(T);
+            check(cudaMemcpy(h[k].data(), dev[k] + s * T, sizeof(float) * T, cudaMemcpyDeviceToHost), "download");
+          }
+          double sum = 0, size = 0;  // sum over u >= t of dy[u] exp(-y[u]), and of |dy[u]| exp(-y[u])
+          for (index_t t = T - 1; t >= 0; --t) {
+            sum += h[2][t] * std::exp(-double(h[1][t])), size += std::abs(double(h[2][t])) * std::exp(-double(h[1][t]));
+            const double w = std::exp(double(h[0][t])), ref = sum * w;
+            m.add(std::abs(h[3][t] - ref) / (size * w + 1e-30), s, t, h[3][t], ref);
+          }
+        }
+        return m;
+      });
+}
+
 /// Packed (total, D) batch with host offsets (cu_seqlens); checks the first, the last and the longest.
 void run_packed(context& ctx, record& r, const std::vector<index_t>& offsets, index_t D) {
   const index_t N = index_t(offsets.size()) - 1, total = offsets.back();
@@ -1178,6 +1211,9 @@ std::vector<bench_case> make_cases(bool sweep) {
   for (long long T : {4096, 65536})
     add("parascan", "logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
         [=](context& c, record& r) { run_logcumsumexp(c, r, B, D, T); });
+  for (long long T : {4096, 65536})
+    add("parascan", "logcumsumexp_backward", "logcumsumexp_backward", "fp32", "bdt", bdt_shape(T), T, B * D, 16,
+        B * D * T, false, [=](context& c, record& r) { run_logcumsumexp_backward(c, r, B, D, T); });
   add("parascan", "log_linear_recurrence", "log_linear_recurrence", "fp32", "bdt", bdt_shape(65536), 65536, B * D, 12,
       B * D * 65536, false, [=](context& c, record& r) { run_log_linear(c, r, B, D, 65536); });
   add("parascan", "log_linear_recurrence_backward", "log_linear_recurrence_backward", "fp32", "bdt", bdt_shape(65536),

@@ -24,6 +24,7 @@ struct shifted_cursor {
   index_t stride;
   index_t lo, hi;
   T boundary;
+  index_t lag;  // base[t] is the sequence's element t + lag
   PARASCAN_HD bool in_memory(index_t t) const { return t >= lo && t < hi; }
   PARASCAN_HD T operator[](index_t t) const { return in_memory(t) ? base[t * stride] : boundary; }
 };
@@ -44,7 +45,7 @@ struct shifted_sequences {
     const index_t lo = lag >= 0 ? 0 : (-lag < n ? -lag : n);
     const index_t hi = lag <= 0 ? n : (lag < n ? n - lag : 0);
     return {view.begin_of(s) + lag * view.time_stride, view.time_stride, lo, hi,
-            boundaries != nullptr ? static_cast<T>(boundaries[s]) : boundary};
+            boundaries != nullptr ? static_cast<T>(boundaries[s]) : boundary, lag};
   }
   PARASCAN_HD T at(index_t s, index_t t) const { return cursor_of(s)[t]; }
 };

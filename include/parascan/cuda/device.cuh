@@ -80,7 +80,7 @@ struct staging_plan;
 template <class Group, int ITEMS, int STAGES, class Op, class... T>
 struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr int warps = Group::block_threads / warp_threads;
-  static constexpr int stage_bytes = engine::stage_bytes<ITEMS, input_element_t<T>...>();
+  static constexpr int stage_bytes = engine::stage_bytes<ITEMS, T...>();
   static constexpr std::size_t per_warp = std::size_t(stage_bytes) * STAGES;
   // Static shared memory stops at 48 KiB a block, the group's own scratch included; wide elements
   // (matrices) would crowd it out.

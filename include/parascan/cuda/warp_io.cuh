@@ -83,9 +83,19 @@ struct chunk_layout {
   }
 };
 
-template <int ITEMS, class... T>
+/// Bytes of one input's chunk in a stage, by its tag: a shifted input keeps one more element, its chunk's
+/// neighbour in memory (stage_chunk below), in a 16-byte slot after the chunk.
+template <class Tag>
+constexpr int neighbour_slot_bytes = 0;
+template <class T, class B>
+constexpr int neighbour_slot_bytes<shifted_tag<T, B>> = 16;
+template <int ITEMS, class Tag>
+constexpr int chunk_bytes() {
+  return chunk_layout<ITEMS, input_element_t<Tag>>::bytes + neighbour_slot_bytes<Tag>;
+}
+template <int ITEMS, class... Tag>
 constexpr int stage_bytes() {
-  return (0 + ... + chunk_layout<ITEMS, T>::bytes);
+  return (0 + ... + chunk_bytes<ITEMS, Tag>());
 }
 
 /// A warp's chunk: scan positions [first, first + 32 * ITEMS) of a sequence of n steps, valid in
@@ -192,14 +202,52 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
   }
 }
 
-/// A shifted input's chunk: as a plain one where every time of the chunk is in memory, else element by
-/// element, the boundary value written into the stage where a time is not.
+/// Whether a shifted input's chunk moves as its unshifted memory, on the other inputs' chunk grid, plus one
+/// neighbouring element (the one before the chunk for lag -1, after it for +1): lag +-1, contiguous, full,
+/// every time in memory, the unshifted chunk 16-byte aligned, elements of at most 16 bytes (2-byte ones
+/// move the neighbour as the 4-byte word that holds it, so that word must lie in the sequence too). Its
+/// reader (unstage_chunk) shifts each run by one element in registers. Otherwise the shifted memory moves
+/// itself, one element off the grid: for 2-byte elements, which cp.async cannot move one by one, a plain
+/// load per element (the bf16 backward: 168 registers, 77% of its floor at T = 65536, H100).
+template <int ITEMS, class T>
+__device__ __forceinline__ bool moves_unshifted(const shifted_cursor<T>& c, const warp_chunk<ITEMS>& w) {
+  constexpr int N = warp_chunk<ITEMS>::elements;
+  if constexpr (!chunk_layout<ITEMS, T>::vector || sizeof(T) > 16) {
+    return false;
+  } else {
+    const index_t lowest = w.lowest_time();
+    return (c.lag == 1 || c.lag == -1) && c.stride == 1 && w.full() && c.in_memory(lowest) &&
+           c.in_memory(lowest + N - 1) && aligned_to<16>(c.base + (lowest - c.lag)) &&
+           (sizeof(T) >= 4 || c.in_memory(c.lag < 0 ? lowest - 1 : lowest + N));
+  }
+}
+
+/// A shifted input's chunk: its unshifted memory and the neighbour (moves_unshifted), or as a plain chunk
+/// where every time of the chunk is in memory, else element by element, the boundary value written into
+/// the stage where a time is not.
 template <int ITEMS, class T>
 __device__ __forceinline__ void stage_chunk(const shifted_cursor<T>& c, const warp_chunk<ITEMS>& w,
                                             unsigned char* stage) {
   using L = chunk_layout<ITEMS, T>;
   constexpr int N = warp_chunk<ITEMS>::elements;
   const index_t lowest = w.lowest_time();
+  if (moves_unshifted<ITEMS>(c, w)) {
+    const T* unshifted = c.base - c.lag;
+    stage_chunk<ITEMS>(cursor<const T>{unshifted, 1}, w, stage);
+    if (threadIdx.x % 32 == 0) {
+      // The neighbour, unshifted[lowest - 1] or unshifted[lowest + N], in the slot after the chunk: as the
+      // aligned 4-byte word that holds it when it is narrower (the word's high half before a 16-byte
+      // aligned chunk, its low half after one).
+      const T* neighbour = c.lag < 0 ? unshifted + (lowest - 1) : unshifted + (lowest + N);
+      if constexpr (sizeof(T) >= 4) {
+        copy_element(stage + L::bytes, neighbour);
+      } else {
+        const auto word = reinterpret_cast<std::uintptr_t>(neighbour) & ~std::uintptr_t(3);
+        __pipeline_memcpy_async(stage + L::bytes, reinterpret_cast<const unsigned*>(word), 4);
+      }
+    }
+    return;
+  }
   if (c.in_memory(lowest) && c.in_memory(lowest + N - 1)) {
     stage_chunk<ITEMS>(cursor<const T>{c.base, c.stride}, w, stage);
     return;
@@ -244,10 +292,11 @@ __device__ __forceinline__ index_t aligned_origin(const cursor<const T>& c, inde
   }
 }
 
-/// A shifted first input keeps p0 (its memory is one element off the other inputs' anyway).
+/// A shifted first input lays the grid on its unshifted memory, which its full chunks move (moves_unshifted).
 template <int ITEMS, class T>
-__device__ __forceinline__ index_t aligned_origin(const shifted_cursor<T>&, index_t, index_t p0, index_t, bool) {
-  return p0;
+__device__ __forceinline__ index_t aligned_origin(const shifted_cursor<T>& c, index_t n, index_t p0, index_t p1,
+                                                  bool reverse) {
+  return aligned_origin<ITEMS>(cursor<const T>{c.base - c.lag, c.stride}, n, p0, p1, reverse);
 }
 
 template <int ITEMS>
@@ -256,7 +305,7 @@ template <int ITEMS, class H, class... R>
 __device__ __forceinline__ void stage_inputs(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w,
                                              unsigned char* stage) {
   stage_chunk<ITEMS>(c.head, w, stage);
-  stage_inputs<ITEMS>(c.tail, w, stage + chunk_layout<ITEMS, input_element_t<H>>::bytes);
+  stage_inputs<ITEMS>(c.tail, w, stage + chunk_bytes<ITEMS, H>());
 }
 
 /// Registers holding ITEMS raw elements of each input of a pack (H...: the pack's input tags).
@@ -270,36 +319,79 @@ struct item_values<ITEMS, H, R...> {
   item_values<ITEMS, R...> tail;
 };
 
-/// A thread's ITEMS elements of one input, in scan order, from a completed stage.
+/// Run `run` of a completed stage's chunk of one input (its ITEMS elements, memory order).
 template <int ITEMS, class T>
-__device__ __forceinline__ void unstage_chunk(const warp_chunk<ITEMS>& w, const unsigned char* stage, T (&v)[ITEMS]) {
+__device__ __forceinline__ void read_run(const unsigned char* stage, int run, T (&mem)[ITEMS]) {
   using L = chunk_layout<ITEMS, T>;
-  const int lane = int(threadIdx.x) % 32;
-  const int run = w.reverse ? 31 - lane : lane;  // the lane's run of ITEMS elements, in memory order
   if constexpr (L::vector) {
     using piece_t = typename piece_of<L::piece>::type;
     piece_t pieces[L::pieces_per_lane];
 #pragma unroll
     for (int q = 0; q < L::pieces_per_lane; ++q)
       pieces[q] = *reinterpret_cast<const piece_t*>(stage + L::slot(run * L::pieces_per_lane + q) * L::piece);
-    T mem[ITEMS];
     std::memcpy(mem, pieces, sizeof mem);
-#pragma unroll
-    for (int j = 0; j < ITEMS; ++j) v[j] = w.reverse ? mem[ITEMS - 1 - j] : mem[j];  // constant indices: registers
   } else {
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j)
-      v[j] = *reinterpret_cast<const T*>(stage + L::offset(run * ITEMS + (w.reverse ? ITEMS - 1 - j : j)));
+    for (int j = 0; j < ITEMS; ++j) mem[j] = *reinterpret_cast<const T*>(stage + L::offset(run * ITEMS + j));
   }
 }
 
+/// A thread's ITEMS elements of one input, in scan order, from a completed stage.
+template <int ITEMS, class T>
+__device__ __forceinline__ void unstage_chunk(const warp_chunk<ITEMS>& w, const unsigned char* stage, T (&v)[ITEMS]) {
+  const int lane = int(threadIdx.x) % 32;
+  T mem[ITEMS];
+  read_run<ITEMS>(stage, w.reverse ? 31 - lane : lane, mem);  // reverse: lane l reads run 31 - l backwards
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) v[j] = w.reverse ? mem[ITEMS - 1 - j] : mem[j];  // constant indices: registers
+}
+
+/// The same for a shifted input: a chunk staged as its unshifted memory (moves_unshifted) is read one element
+/// off, each run completed by its neighbour run's edge element (or the neighbour slot's); others as staged.
+template <int ITEMS, class T>
+__device__ __forceinline__ void unstage_chunk(const shifted_cursor<T>& c, const warp_chunk<ITEMS>& w,
+                                              const unsigned char* stage, T (&v)[ITEMS]) {
+  using L = chunk_layout<ITEMS, T>;
+  if (!moves_unshifted<ITEMS>(c, w)) {
+    unstage_chunk<ITEMS>(w, stage, v);
+    return;
+  }
+  const int lane = int(threadIdx.x) % 32;
+  const int run = w.reverse ? 31 - lane : lane;
+  T mem[ITEMS];  // the run's unshifted elements, memory order
+  read_run<ITEMS>(stage, run, mem);
+  // The element one step away across the run's edge: the last of the run before (lag -1) or the first of
+  // the run after (+1), or the neighbour slot at the chunk's edge.
+  const bool edge = c.lag < 0 ? run == 0 : run == 31;
+  T across;
+  if (!edge) {
+    across = *reinterpret_cast<const T*>(stage + L::offset(c.lag < 0 ? run * ITEMS - 1 : (run + 1) * ITEMS));
+  } else if constexpr (sizeof(T) >= 4) {
+    across = *reinterpret_cast<const T*>(stage + L::bytes);
+  } else {
+    across = *reinterpret_cast<const T*>(stage + L::bytes + (c.lag < 0 ? 4 - int(sizeof(T)) : 0));
+  }
+  T shifted[ITEMS];
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j)
+    shifted[j] = c.lag < 0 ? (j == 0 ? across : mem[j - 1]) : (j == ITEMS - 1 ? across : mem[j + 1]);
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) v[j] = w.reverse ? shifted[ITEMS - 1 - j] : shifted[j];
+}
+template <int ITEMS, class T>
+__device__ __forceinline__ void unstage_chunk(const cursor<const T>&, const warp_chunk<ITEMS>& w,
+                                              const unsigned char* stage, T (&v)[ITEMS]) {
+  unstage_chunk<ITEMS>(w, stage, v);
+}
+
 template <int ITEMS>
-__device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>&, const unsigned char*, item_values<ITEMS>&) {}
+__device__ __forceinline__ void unstage_inputs(const cursor_pack<>&, const warp_chunk<ITEMS>&, const unsigned char*,
+                                               item_values<ITEMS>&) {}
 template <int ITEMS, class H, class... R>
-__device__ __forceinline__ void unstage_inputs(const warp_chunk<ITEMS>& w, const unsigned char* stage,
-                                               item_values<ITEMS, H, R...>& v) {
-  unstage_chunk<ITEMS>(w, stage, v.head);
-  unstage_inputs<ITEMS>(w, stage + chunk_layout<ITEMS, input_element_t<H>>::bytes, v.tail);
+__device__ __forceinline__ void unstage_inputs(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w,
+                                               const unsigned char* stage, item_values<ITEMS, H, R...>& v) {
+  unstage_chunk<ITEMS>(c.head, w, stage, v.head);
+  unstage_inputs<ITEMS>(c.tail, w, stage + chunk_bytes<ITEMS, H>(), v.tail);
 }
 
 template <class Op, int ITEMS, class... Read>
@@ -338,10 +430,10 @@ struct raw_items<ITEMS, Op, cursor_pack<T...>> {
 /// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`, keeping
 /// their raw elements in `v` (for emit()); positions outside [w.begin, w.end) are the identity.
 template <int ITEMS, class Op, class... T>
-__device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>&, const warp_chunk<ITEMS>& w,
+__device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...>& in, const warp_chunk<ITEMS>& w,
                                             index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS],
                                             item_values<ITEMS, T...>& v) {
-  unstage_inputs<ITEMS>(w, stage, v);
+  unstage_inputs<ITEMS>(in, w, stage, v);
   if (w.full()) {  // warp-uniform: no test per step
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
