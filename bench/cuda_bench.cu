@@ -1283,6 +1283,13 @@ std::vector<bench_case> make_cases(bool sweep) {
     backward(cuda_policy<128, 4, W, 6, 4>{}, bf16{}, policy_name(128, 4, "warp", 6) + " 4 stages");
     backward(cuda_policy<128, 4, W, 5, 4>{}, bf16{}, policy_name(128, 4, "warp", 5) + " 4 stages");
     backward(cuda_policy<128, 4, W, 8, 4>{}, bf16{}, policy_name(128, 4, "warp", 8) + " 4 stages");
+    backward(cuda_policy<128, 16, W, 3, 2>{}, bf16{}, policy_name(128, 16, "warp", 3) + " 2 stages");
+    backward(cuda_policy<128, 16, W, 4, 2>{}, bf16{}, policy_name(128, 16, "warp", 4) + " 2 stages");
+    backward(cuda_policy<128, 16, W, 4, 3>{}, bf16{}, policy_name(128, 16, "warp", 4) + " 3 stages");
+    backward(cuda_policy<128, 8, W, 6, 3>{}, bf16{}, policy_name(128, 8, "warp", 6) + " 3 stages");
+    backward(cuda_policy<128, 8, W, 8, 3>{}, bf16{}, policy_name(128, 8, "warp", 8) + " 3 stages");
+    backward(cuda_policy<128, 8, W, 4, 3>{}, float{}, policy_name(128, 8, "warp", 4) + " 3 stages");
+    backward(cuda_policy<128, 4, W, 8, 3>{}, float{}, policy_name(128, 4, "warp", 8) + " 3 stages");
     chain(parascan::use_default_policy{}, "<default>", 4096, 4096);
     chain(cuda_policy<64, 2>{}, policy_name(64, 2, "auto", 1), 4096, 4096);
     chain(cuda_policy<128, 1>{}, policy_name(128, 1, "auto", 1), 4096, 4096);

@@ -73,19 +73,24 @@ struct segment_args {
   }
 };
 
-/// Shared memory for the input pipeline (warp_io.cuh): STAGES stages per warp (none: this group does not
-/// stage, or the stages would not fit).
+/// Shared memory for the input pipeline (warp_io.cuh): `stages` stages per warp, STAGES or as many as fit
+/// (none: this group does not stage, or fewer than two stages would fit).
 template <class Group, int ITEMS, int STAGES, class Op, class Pack>
 struct staging_plan;
 template <class Group, int ITEMS, int STAGES, class Op, class... T>
 struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr int warps = Group::block_threads / warp_threads;
   static constexpr int stage_bytes = engine::stage_bytes<ITEMS, T...>();
-  static constexpr std::size_t per_warp = std::size_t(stage_bytes) * STAGES;
   // Static shared memory stops at 48 KiB a block, the group's own scratch included; wide elements
-  // (matrices) would crowd it out.
+  // (matrices) would crowd it out. Three inputs under a pair policy's 4 stages (48 KiB for 4 warps of 8
+  // items) would not fit: they run 3 stages rather than no pipeline (logcumsumexp's backward, H100, T =
+  // 4096 / 65536: 82 / 84% unstaged, 97 / 97% at 3 stages).
   static constexpr std::size_t scratch = sizeof(typename Group::template temp_storage<state_t<Op>>);
-  static constexpr bool used = Group::warp_contiguous && per_warp * warps + scratch <= 46 * 1024;
+  static constexpr std::size_t room = scratch < 46 * 1024 ? 46 * 1024 - scratch : 0;
+  static constexpr int fitting = int(room / (std::size_t(stage_bytes) * warps));
+  static constexpr bool used = Group::warp_contiguous && fitting >= 2;
+  static constexpr int stages = used && fitting < STAGES ? fitting : STAGES;
+  static constexpr std::size_t per_warp = std::size_t(stage_bytes) * stages;
   static constexpr std::size_t bytes = used ? per_warp * warps : 16;
 };
 
@@ -136,8 +141,9 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
   if constexpr (channels)
     carry = scan_channels<STAGES, write>(staging, a.op, in, out, n, p0, p1, loop_end, a.reverse, a.exclusive, carry);
   else
-    carry = scan_segment<ITEMS, STAGES, write>(group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0, p1,
-                                               loop_end, a.reverse, a.exclusive, carry);
+    carry = scan_segment<ITEMS, staging_plan<Group, ITEMS, STAGES, Op, Pack>::stages, write>(
+        group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0, p1, loop_end, a.reverse, a.exclusive,
+        carry);
 
   if (!active || group.rank() != 0) return;
   if (PASS == pass::fold) a.partials[a.partial_slot(s, j, Group::sequences_per_group)] = carry;

@@ -114,15 +114,14 @@ namespace parascan {
 /// keeps three inputs' raw elements and two outputs' values per item, 86-96 registers, so the 64 of the
 /// forward's 8 resident blocks spill (64 / 71% of its floor); 4 blocks (128 registers) and 3 stages reach
 /// 81.5 / 90.3% (5 blocks the same, 6 blocks 79 / 88%). bf16 storage: 8 items a thread (16-byte loads) at
-/// 4 blocks, 49 / 62% (3 blocks 41 / 52%, 4 items 39-45%). Whole sequences from 16384 bf16 steps: 16
-/// items at 3 blocks, 2 stages (H100, same process, % of cudaMemcpy at T = 4096 / 8192 / 16384 / 65536:
-/// 66.4 / 72.2 / 75.5 / 77.5 with 8 items, 58.8 / 69.2 / 76.8 / 84.6 with 16). fp32 with 8 items at 3
-/// blocks: within a point of 4 items (92.3 against 91.2% at 4096, 92.6 against 92.7 at 65536).
+/// 4 blocks, 49 / 62% (3 blocks 41 / 52%, 4 items 39-45%). fp32 with 8 items at 3 blocks: within a point
+/// of 4 items (92.3 against 91.2% at 4096, 92.6 against 92.7 at 65536). Since shifted inputs move on the
+/// chunk grid (H100, .scratch probe, same process, T = 4096 / 65536): fp32 92.5 / 91.2% (5 blocks 91.8 /
+/// 91.0, 8 blocks 66 / 68: spills); bf16 8 items at 4 blocks 76.9 / 89.5%, 16 items at 3 blocks (the
+/// former choice from 16384 steps) 42.7 / 72.0, 6 or 8 blocks 40-57 (spills).
 template <int StorageBytes>
 struct default_policy<ops::linear_recurrence_adjoint<float, StorageBytes>, arch::sm90> {
-  using type = std::conditional_t<StorageBytes <= 2,
-                                  long_sequences<cuda_policy<128, 8, combine_variant::warp, 4, 3>, 32,
-                                                 cuda_policy<128, 16, combine_variant::warp, 3, 2>>,
+  using type = std::conditional_t<StorageBytes <= 2, cuda_policy<128, 8, combine_variant::warp, 4, 3>,
                                   cuda_policy<128, 4, combine_variant::warp, 4, 3>>;
 };
 

@@ -38,11 +38,17 @@
 
 namespace parascan::ops {
 
-/// exp and log of an accumulator: the GPU's fast approximations for fp32 (see above), else std::.
+/// exp of an accumulator, for the adjoints' shares and weights (x <= 0 in every use: results in [0, 1]).
+/// GPU fp32: ex2.approx.ftz, two instructions (a result below 2^-126 is 0; __expf's non-ftz form adds a
+/// denormal fix-up to each); else std::exp.
 template <class S>
 PARASCAN_HD PARASCAN_INLINE S scan_exp(S x) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same<S, float>::value) return __expf(x);
+  if constexpr (std::is_same<S, float>::value) {
+    float e;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * 1.44269504088896341f));
+    return e;
+  }
 #endif
   return std::exp(x);
 }
@@ -61,18 +67,11 @@ PARASCAN_HD PARASCAN_INLINE S scan_log(S x) {
 }
 
 /// exp(-gap) for the rescaling of a log-sum's smaller side, gap = |max difference| >= 0; a NaN gap (equal
-/// infinities subtracted, or a NaN maximum, which the larger maximum carries on) gives 1. GPU fp32:
-/// ex2.approx.ftz, so a scale below 2^-126, far under a rounding of the larger side, is 0.
+/// infinities subtracted, or a NaN maximum, which the larger maximum carries on) gives 1 (fmin drops the
+/// NaN: one instruction). A scale below 2^-126 on the GPU is 0, far under a rounding of the larger side.
 template <class S>
 PARASCAN_HD PARASCAN_INLINE S rescale_factor(S gap) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same<S, float>::value) {
-    float scale;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(scale) : "f"(fminf(-gap, 0.0f) * 1.44269504088896341f));
-    return scale;
-  }
-#endif
-  return gap == gap ? std::exp(-gap) : S(1);
+  return scan_exp(std::fmin(-gap, S(0)));
 }
 
 /// max(x, y), NaN if either is NaN (max.NaN on the GPU: one instruction).
