@@ -301,6 +301,7 @@ TEST_CASE("signed_log_linear_recurrence: exact zeros and cancellation, no NaN") 
   CHECK(std::isnan(sum(term(inf, 1), term(inf, -1)).log_abs));  // inf - inf
   CHECK(sum(term(inf, 1), term(log3, -1)).log_abs == inf);
   CHECK(std::isnan(sum(term(NAN, 1), term(log3, 1)).log_abs));
+  CHECK(std::isnan(sum(op(term(NAN, 1), term(0.0f, -1)), term(0.0f, -1)).log_abs));  // sums that cancel by chance
   // A zero left by exact cancellation at a large magnitude does not swallow a small term after it:
   // (e^80 - e^80) + 1 = 1 (a stale max of 80 would scale the 1 by e^-80, below fp32's range).
   const auto cancelled = op(term(80.0f, 1), term(80.0f, -1));
@@ -318,6 +319,31 @@ TEST_CASE("signed_log_linear_recurrence: exact zeros and cancellation, no NaN") 
   for (int i = 0; i < 7; ++i) r = op(r, state{0.0f, 1.0f, r.max, -r.scaled_sum * (1.0f - 0x1p-24f)});
   CHECK(op.project(r).log_abs == doctest::Approx(200.0 - 168 * std::log(2.0)).epsilon(1e-6));
   CHECK(op.project(r).sign == 1);
+
+  // The same special values scanned on the backend (gates 1): sequences of three tokens b, x[t] = x[t-1] + b[t].
+  const float big = std::exp(80.0f);
+  const float tokens[][3] = {{NAN, -1, -1}, {1, NAN, -1}, {inf, -inf, 1}, {3, -3, 1}, {big, -big, 1}, {-inf, 1, 1}};
+  const index_t n_seq = index_t(sizeof tokens / sizeof tokens[0]);
+  ptest::buffer<float> zeros(3 * n_seq, 0.0f), toks(3 * n_seq);
+  ptest::buffer<signed_log<float>> sums(3 * n_seq);
+  for (index_t i = 0; i < 3 * n_seq; ++i) toks.host[i] = tokens[i / 3][i % 3];
+  zeros.upload();
+  toks.upload();
+  parascan::signed_log_linear_recurrence(ptest::exec(), parascan::bdt(zeros.data(), 1, n_seq, 3),
+                                         parascan::bdt(toks.data(), 1, n_seq, 3), parascan::bdt(sums.data(), 1, n_seq, 3));
+  sums.download();
+  const auto at = [&](index_t s, index_t t) { return sums.host[3 * s + t]; };
+  for (index_t t = 0; t < 3; ++t) CHECK(std::isnan(at(0, t).log_abs));  // NaN, then cancelling terms: NaN
+  CHECK(std::isnan(at(1, 1).log_abs));
+  CHECK(std::isnan(at(1, 2).log_abs));
+  CHECK(std::isnan(at(2, 1).log_abs));  // inf - inf
+  CHECK(at(3, 1).log_abs == -inf);      // 3 - 3 = 0, then 1
+  CHECK(at(3, 1).sign == 1);
+  CHECK(at(3, 2).log_abs == 0.0f);
+  CHECK(at(4, 1).log_abs == -inf);  // e^80 - e^80 = 0, then 1 (not swallowed by a stale maximum)
+  CHECK(at(4, 2).log_abs == 0.0f);
+  CHECK(at(5, 2).log_abs == inf);  // -inf + 1 + 1
+  CHECK(at(5, 2).sign == -1);
 
   // x = 3, then 1 * 3 - 3 = 0 exactly, then 0.5 * 0 + 5 = 5, then 0 * 5 - 2 = -2 (a zero gate resets).
   const float la[] = {0, 0, std::log(0.5f), -inf}, b[] = {3, -3, 5, -2};

@@ -92,8 +92,9 @@ TEST_CASE("pipeline: whole long sequences under the default policy's long tiles 
 }
 
 TEST_CASE("pipeline: the fused backward under a long_sequences policy (bf16 storage, 16 items a thread)") {
-  // The default's long tiles start at 16384 bf16 steps; this policy starts them at one tile, so that
-  // 4800 sequences of 600 and 1029 steps run the long kernel (and, reversed, its mirror image).
+  // (The default runs 8 items at every length; a user's long_sequences policy still applies.) This policy
+  // starts the long tiles at one tile, so that 4800 sequences of 600 and 1029 steps run the long kernel
+  // (and, reversed, its mirror image).
   using long_policy = parascan::long_sequences<parascan::cuda_policy<128, 8, combine_variant::warp, 4, 3>, 1,
                                                parascan::cuda_policy<128, 16, combine_variant::warp, 3, 2>>;
   const index_t B = 32, D = 150;

@@ -74,7 +74,7 @@ struct segment_args {
 };
 
 /// Shared memory for the input pipeline (warp_io.cuh): `stages` stages per warp, STAGES or as many as fit
-/// (none: this group does not stage, or fewer than two stages would fit).
+/// (none: this group does not stage, or fewer than two (than STAGES, if 1) would fit).
 template <class Group, int ITEMS, int STAGES, class Op, class Pack>
 struct staging_plan;
 template <class Group, int ITEMS, int STAGES, class Op, class... T>
@@ -88,7 +88,7 @@ struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr std::size_t scratch = sizeof(typename Group::template temp_storage<state_t<Op>>);
   static constexpr std::size_t room = scratch < 46 * 1024 ? 46 * 1024 - scratch : 0;
   static constexpr int fitting = int(room / (std::size_t(stage_bytes) * warps));
-  static constexpr bool used = Group::warp_contiguous && fitting >= 2;
+  static constexpr bool used = Group::warp_contiguous && fitting >= (STAGES < 2 ? STAGES : 2);
   static constexpr int stages = used && fitting < STAGES ? fitting : STAGES;
   static constexpr std::size_t per_warp = std::size_t(stage_bytes) * stages;
   static constexpr std::size_t bytes = used ? per_warp * warps : 16;

@@ -12,8 +12,10 @@
 // with an XOR swizzle within each lane's run so that those reads are free of bank conflicts when a lane
 // owns several pieces. Reverse scans read the same chunk backwards: lane l owns the chunk's (31 - l)-th
 // run, read back to front, so they need no flip. Each warp uses only its own stages: no block barrier.
-// A segment's chunk grid is laid on the first input's memory (aligned_origin): chunks start on multiples
-// of their own size in bytes, whatever the sequence's offset, the positions before the segment padding.
+// A segment's chunk grid is laid on the first input's memory (aligned_origin; a shifted input's unshifted
+// memory): chunks start on multiples of their own size in bytes, whatever the sequence's offset, the
+// positions before the segment padding. A shifted input (lag +-1) moves its unshifted chunk on that grid
+// and one neighbouring element, and each thread shifts its run in registers (moves_unshifted).
 //
 // Outputs go straight from registers: a thread's ITEMS consecutive values are written as 16-byte (or
 // 8/4-byte) vector stores when aligned, element by element otherwise.
@@ -204,8 +206,8 @@ __device__ __forceinline__ void stage_chunk(const cursor<const T>& c, const warp
 
 /// Whether a shifted input's chunk moves as its unshifted memory, on the other inputs' chunk grid, plus one
 /// neighbouring element (the one before the chunk for lag -1, after it for +1): lag +-1, contiguous, full,
-/// every time in memory, the unshifted chunk 16-byte aligned, elements of at most 16 bytes (2-byte ones
-/// move the neighbour as the 4-byte word that holds it, so that word must lie in the sequence too). Its
+/// every time in memory, the unshifted chunk 16-byte aligned, elements of 2 to 16 bytes (2-byte ones move
+/// the neighbour as the 4-byte word that holds it, so that word must lie in the sequence too). Its
 /// reader (unstage_chunk) shifts each run by one element in registers. Otherwise the shifted memory moves
 /// itself, one element off the grid: for 2-byte elements, which cp.async cannot move one by one, a plain
 /// load per element (the bf16 backward: 168 registers, 77% of its floor at T = 65536, H100).
@@ -218,7 +220,7 @@ __device__ __forceinline__ bool moves_unshifted(const shifted_cursor<T>& c, cons
     const index_t lowest = w.lowest_time();
     return (c.lag == 1 || c.lag == -1) && c.stride == 1 && w.full() && c.in_memory(lowest) &&
            c.in_memory(lowest + N - 1) && aligned_to<16>(c.base + (lowest - c.lag)) &&
-           (sizeof(T) >= 4 || c.in_memory(c.lag < 0 ? lowest - 1 : lowest + N));
+           (sizeof(T) >= 4 || (sizeof(T) == 2 && c.in_memory(c.lag < 0 ? lowest - 1 : lowest + N)));
   }
 }
 

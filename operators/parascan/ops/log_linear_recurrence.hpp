@@ -4,36 +4,38 @@
 // x[t] = exp(A*[t] + log cumsum exp(log b - A*)) from A* = cumsum(log a), which loses everything once
 // A* spans more than the float range; here each combine only ever adds logs of factors that meet).
 //
-// Math: the affine-map composition of linear_recurrence.hpp, (a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2).
-//   Positive a, b: A as log A, B as exp(max) * scaled_sum, as logsumexp.hpp keeps a log-sum (scaled_sum
-//       >= 1 once anything was added, at most the number of steps): the sum a2 b1 + b2 rescales the smaller
-//       side only, one exp (argument <= 0) per combine, and the log is taken once, when a step is written.
-//       (The state (log A, log B) combined by logaddexp paid an exp and a log1p in every combine.)
-//   Any signs: every number as (log|v|, sign v): products add logs and multiply signs; the sum a2 b1 + b2
-//       is a signed logaddexp: max + log1p(exp(-|d|)) for equal signs, max + log(1 - exp(-|d|)) (computed
-//       accurately on both sides of |d| = log 2) for opposite ones.
+// Math: the affine-map composition of linear_recurrence.hpp, (a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2),
+// with A as log A (and its sign) and B as exp(max) * scaled_sum, as logsumexp.hpp keeps a log-sum: the
+// sum a2 b1 + b2 rescales the smaller side only, one exp (argument <= 0) per combine (add_scaled), and the
+// log is taken once, when a step is written. (States of logs combined by logaddexp paid an exp and a
+// log1p in every combine.)
 //
 // Two operators:
 //   log_linear_recurrence<S>: a, b > 0. Inputs log a, log b -> lift(log_a, log_b); state (log A, max,
-//       scaled_sum); output log x (an S). seed(log x0). Zeros are -inf: log_a = -inf resets, log_b = -inf
-//       adds nothing.
+//       scaled_sum), the sum >= 1 once anything was added and at most the number of steps; output log x
+//       (an S). seed(log x0). Zeros are -inf: log_a = -inf resets, log_b = -inf adds nothing.
 //   signed_log_linear_recurrence<S>: any signs. Inputs either
 //       lift(log_a, b):                        a > 0 as log a, b as its value (the SSM case: a decay
-//                                              given in log space, signed tokens), or
+//                                              given in log space, signed tokens), b entering by its
+//                                              float exponent and mantissa (no log), or
 //       lift(log_a, sign_a, log_b, sign_b):    the general case; a sign input is negative for a
 //                                              negative number (-1, or any value < 0), else positive.
-//       State (a, b) of signed_log<S>; output x as signed_log<S>{log|x|, sign x}, which a user of log
-//       space keeps (x itself may be far outside the float range). An output view of S instead receives
-//       x = sign * exp(log|x|) itself (signed_log converts explicitly), overflowing to +-inf beyond range.
+//       State (log|A|, sign A, max, scaled_sum) with a signed sum; output x as signed_log<S>{log|x|,
+//       sign x}, which a user of log space keeps (x itself may be far outside the float range). An output
+//       view of S instead receives x = sign * exp(log|x|) itself (signed_log converts explicitly),
+//       overflowing to +-inf beyond range. Exact cancellation leaves zero as max = -inf (so that a stale
+//       max cannot outweigh later terms); a sum that near-cancellations shrink below 2^-64 is
+//       renormalized by 2^64 (exactly), so it never underflows.
 //
 // Special values: zero is {-inf, +1}. Exact cancellation (b terms of opposite signs and equal magnitude)
-// gives zero = {-inf, +1}, never NaN; 0 + 0 = 0. NaN inputs propagate. log a = +inf (an infinite factor)
-// times a zero gives NaN, as in linear arithmetic.
+// gives zero = {-inf, +1}, never NaN; 0 + 0 = 0. NaN inputs propagate (through the maximum). log a = +inf
+// (an infinite factor) times a zero gives NaN, as in linear arithmetic, and so does inf - inf.
 //
 // Precision: every log-value rounds to an ulp of its own size, so the relative error of x is about
-// eps * max(1, |log x|) per step (the positive operator's scaled sum rounds an ulp of itself per combine, as
-// any running sum; its log is fp32's fast __logf on the GPU, absolute error below 2^-21 for a sum in [1, 2]); cancellation loses what it loses in any arithmetic (the error is
-// relative to |a x| + |b|, not to |x|). S is fp32 for bf16/fp16 inputs (ops/accumulator.hpp).
+// eps * max(1, |log x|) per step; the scaled sum rounds an ulp of itself per combine, as any running sum
+// (its log: lg2.approx.ftz for fp32 on the GPU, absolute error below 2^-21 for a sum in [1, 2]);
+// cancellation loses what it loses in any arithmetic (the error is relative to |a x| + |b|, not to |x|).
+// S is fp32 for bf16/fp16 inputs (ops/accumulator.hpp).
 #pragma once
 
 #include <cmath>
@@ -157,7 +159,7 @@ struct signed_log_linear_recurrence {
     S max = b.max, sum = b.sum;
     if (carried_max == inf && later.max == inf && (carried_sum < S(0)) != (later.scaled_sum < S(0))) {
       max = limits<S>::quiet_NaN();  // inf - inf
-    } else if (sum == S(0)) {
+    } else if (sum == S(0) && max == max) {  // (a NaN maximum stays: its sums may cancel by chance)
       // Exact cancellation: zero is max = -inf, so that a stale max cannot outweigh (and underflow) the
       // terms that come later.
       max = -inf;

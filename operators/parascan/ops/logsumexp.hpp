@@ -8,15 +8,16 @@
 // a log1p in every combine and rounded the log-value (an ulp of |x|) at every step; the sum rounds an
 // ulp of itself. Associative and commutative, identity (-inf, 0).
 //
-// Special values: all -inf gives -inf (the sides' maxima are compared for equality before subtracting,
-// so -inf - -inf never happens, nor inf - inf), +inf gives +inf, and NaN propagates (a NaN step makes
-// every later output NaN).
+// Special values: all -inf gives -inf (-inf - -inf, like inf - inf, is a NaN difference, which the rescale
+// takes as a factor of 1: add_scaled), +inf gives +inf, and NaN propagates through the maximum (a NaN step
+// makes every later output NaN).
 //
 // State: log_sum<Acc>, Acc = accumulator_t<T> (fp32 for bf16/fp16 storage, else T). Input: one sequence of
 // log-values (any type that converts to Acc). project: m + log(s), a log-value; seed(y) = (y, 1).
-// On the GPU, fp32 states use the hardware's exp2/log2 approximations (__expf, __logf: relative error of
-// a few ulp on the scaled terms, absolute error below 2^-21 on log(s) for s in [1, 2]), which keeps the
-// scan memory-bound; fp64 and the host use exp and log.
+// On the GPU, fp32 states use the hardware's exp2/log2 approximations (ex2/lg2.approx.ftz: relative error
+// of a few ulp on the scaled terms, absolute error below 2^-21 on log(s) for s in [1, 2]; a rescale
+// below 2^-126 flushes to 0, which the host keeps as a denormal: far under a rounding of the sum either
+// way), which keeps the scan memory-bound; fp64 and the host use exp and log.
 //
 // Precision: the sum rounds an ulp of itself per combine, like any running sum (error ~ eps * sqrt(steps)
 // relative to the result, in the log domain an absolute error of that size).
@@ -74,10 +75,10 @@ PARASCAN_HD PARASCAN_INLINE S rescale_factor(S gap) {
   return scan_exp(std::fmin(-gap, S(0)));
 }
 
-/// max(x, y), NaN if either is NaN (max.NaN on the GPU: one instruction).
+/// max(x, y), NaN if either is NaN (max.NaN from sm_80: one instruction).
 template <class S>
 PARASCAN_HD PARASCAN_INLINE S max_or_nan(S x, S y) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same<S, float>::value) {
     float m;
     asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(x), "f"(y));
