@@ -200,6 +200,15 @@ struct signed_log_linear_recurrence {
 
 namespace parascan {
 
+/// The log-space adjoint's CUDA tuning (five inputs, two outputs a step; H100, .scratch probe, fp32
+/// (8, 1536, T), % of its floor at T = 4096 / 65536): 4 items at 4 blocks, 3 stages 90.0 / 88.3%; the pair
+/// states' default (8 items at 4 blocks, of whose 4 stages 2 fit) 67 / 69 (76.5% at 65536 unstaged, as it
+/// ran before the stages fitted); 4 items at 5 blocks 81 / 82; 8 items at 3 blocks, 2 stages 90.5 / 88.6.
+template <>
+struct default_policy<ops::log_linear_recurrence_adjoint<float>, arch::sm90> {
+  using type = cuda_policy<128, 4, combine_variant::warp, 4, 3>;
+};
+
 /// log x[t] for x[t] = a[t] x[t-1] + b[t] with a, b > 0 given as log_a, log_b; x[-1] = exp(opts.initial)
 /// (log-values; default: x[-1] = 0). Views of one shape; log_x may be a storage type.
 template <class Exec, class LA, class LB, class Y>
