@@ -24,8 +24,9 @@
 // with host offsets (lengths uniform in 1..8192, and 4 sequences of 2^18 rows among 4000 of 1..64);
 // matrix chains (B, 1024, N, N) of 2^26 floats and the product of one chain of 1000, N = 2 .. 32 (their
 // torch peer: bench/matrix_peers.py); the affine recurrence (16384 / N, 1024) for N = 4 .. 32, x only.
-// --sweep adds explicit-policy variants for (B, T, D), logcumsumexp and 4x4 matrix chains (the contiguous-time
-// defaults come from bench/policy_sweep.cu).
+// --sweep adds explicit-policy variants for (B, T, D), logcumsumexp, 4x4 matrix chains and the fused backward
+// (the contiguous-time defaults come from bench/policy_sweep.cu), in builds configured with
+// -DPARASCAN_BUILD_SWEEPS=ON.
 //
 // Usage: parascan_bench_cuda [--quick] [--filter SUBSTR] [--json FILE] [--commit SHA] [--sweep]
 //                            [--runs N] [--warmup N] [--list]
@@ -512,8 +513,9 @@ error_meter check_log_linear(context& ctx, const parascan::sequences<X>& la, con
 }
 
 /// Cumulative 4x4 products P[t] = P[t-1] M[t]; error relative to the largest entry of |M0| ... |Mt|.
-error_meter check_matrix_chain(context& ctx, const parascan::sequences<mat4>& in, const parascan::sequences<mat4>& y,
-                               const std::vector<index_t>& seqs, double tol) {
+[[maybe_unused]] error_meter check_matrix_chain(context& ctx, const parascan::sequences<mat4>& in,
+                                                const parascan::sequences<mat4>& y, const std::vector<index_t>& seqs,
+                                                double tol) {  // (the --sweep cases use it)
   error_meter m{tol};
   for (index_t s : seqs) {
     Eigen::Matrix4d P = Eigen::Matrix4d::Identity(), A = Eigen::Matrix4d::Identity();
@@ -1075,7 +1077,7 @@ struct bench_case {
   std::function<void(context&, record&)> run;
 };
 
-std::string policy_name(int threads, int items, const char* combine, int min_blocks) {
+[[maybe_unused]] std::string policy_name(int threads, int items, const char* combine, int min_blocks) {
   return "<" + std::to_string(threads) + "," + std::to_string(items) + "," + combine + ",min" +
          std::to_string(min_blocks) + ">";
 }
@@ -1229,6 +1231,7 @@ std::vector<bench_case> make_cases(bool sweep) {
         [=](context& c, record& r) { run_packed(c, r, off, PD); });
   }
 
+#if defined(PARASCAN_BENCH_SWEEP)  // -DPARASCAN_BUILD_SWEEPS=ON: dozens of kernels, most of this file's compile
   if (sweep) {  // explicit policies for the layouts and operators bench/policy_sweep.cu does not sweep
     // (that one chose the contiguous-time defaults: scalar, pair, bf16 and complex states)
     using parascan::combine_variant;
@@ -1297,6 +1300,9 @@ std::vector<bench_case> make_cases(bool sweep) {
     chain(cuda_policy<64, 1, combine_variant::sequential>{}, policy_name(64, 1, "sequential", 1), 4096, 4096);
     chain(parascan::use_default_policy{}, "<default>", 8, 1 << 20);
   }
+#else
+  if (sweep) std::fprintf(stderr, "--sweep: this build has no sweep (configure with -DPARASCAN_BUILD_SWEEPS=ON)\n");
+#endif
   return cases;
 }
 

@@ -29,7 +29,10 @@ if [ -z "${BENCH_BIN:-}" ]; then
   [ -d .deps/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
   if [ ! -f "$build/CMakeCache.txt" ]; then
     echo "== configure $build"
+    sweeps=OFF  # --sweep needs its cases compiled in (-DPARASCAN_BUILD_SWEEPS=ON, a longer build)
+    for a in "$@"; do [ "$a" = --sweep ] && sweeps=ON; done
     cmake --preset gpu -B "$build" "${prefix[@]}" -DPARASCAN_BUILD_TESTS=OFF -DPARASCAN_BUILD_EXAMPLES=OFF \
+      -DPARASCAN_BUILD_SWEEPS=$sweeps \
       >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
   fi
   echo "== build parascan_bench_cuda"
