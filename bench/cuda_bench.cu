@@ -34,6 +34,7 @@
 // sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, device, commit, status
 // ("ok", "FAIL", "skipped"), and policy / note where they apply. bench/plot.py reads it.
 #include <cub/device/device_scan.cuh>
+#include <cublas_v2.h>
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -61,6 +62,7 @@
 
 #include <Eigen/Core>
 #include "event_timer.cuh"
+#include <parascan/cuda_matrices.cuh>
 #include <parascan/cuda.cuh>
 #include <parascan/ops/affine_recurrence.hpp>
 #include <parascan/ops/basic.hpp>
@@ -240,6 +242,7 @@ struct record {
   long long T = 0, sequences = 0;
   double bytes = 0, ms = nan_value, gbs = nan_value, fraction = nan_value;
   double max_error = nan_value, tolerance = nan_value;
+  double flops = nan_value;  // useful floating-point operations (matrix products), for compute-bound cases
   std::string status = "skipped";
 
   std::string shape_text() const {
@@ -308,6 +311,7 @@ void write_json(const context& ctx) {
       << ", \"device\": \"" << json_escape(ctx.device) << "\", \"commit\": \"" << json_escape(ctx.opt.commit)
       << "\", \"status\": \"" << r.status << "\"";
     if (!r.policy.empty()) f << ", \"policy\": \"" << json_escape(r.policy) << "\"";
+    if (std::isfinite(r.flops) && std::isfinite(r.ms)) f << ", \"tflops\": " << json_number(r.flops / r.ms / 1e9);
     if (!r.note.empty()) f << ", \"note\": \"" << json_escape(r.note) << "\"";
     f << "}" << (i + 1 < ctx.records.size() ? "," : "") << "\n";
   }
@@ -552,7 +556,7 @@ const char* dtype_name() {
 
 /// Runs `call` once over poisoned outputs, checks it, and times it when the check passes.
 void measure(context& ctx, record& r, const std::function<void()>& poison, const std::function<void()>& call,
-             const std::function<error_meter()>& verify) {
+             const std::function<error_meter()>& verify, int runs = 0) {
   poison();
   call();
   check(cudaDeviceSynchronize(), "checked run");
@@ -564,7 +568,7 @@ void measure(context& ctx, record& r, const std::function<void()>& poison, const
     r.note = m.where;
     return;
   }
-  r.ms = ctx.median_ms(call);
+  r.ms = ctx.median_ms(call, runs);
   r.gbs = r.bytes / r.ms / 1e6;
   r.fraction = r.gbs / ctx.copy_gbs;
   r.status = "ok";
@@ -1031,6 +1035,73 @@ void run_matrix_reduce(context& ctx, record& r, index_t B, index_t T) {
       [&] { return check_products<N>(ctx, vm, total.p, pick(B), true); });
 }
 
+/// Runtime-size N x N fp32 chains (ops/runtime_matrix_chain.hpp, cuBLAS), column-major, one chain of T:
+/// the prefix (matrix_chain) or the product (matrix_chain_product), exact or TF32. Factors: 16 distinct
+/// Householder reflections in an irregular order, so every product is orthogonal; checked against an
+/// fp64 sequential product on the GPU (cuBLAS DGEMM) at every 97th step and the last, entrywise.
+void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefix, parascan::matrix_math math) {
+  const index_t NN = N * N;
+  const int pool_size = 16;
+  const auto pick_factor = [&](index_t t) { return int((t * 5 + t / 16) % pool_size); };
+  std::mt19937_64 g(31);
+  std::normal_distribution<double> normal;
+  std::vector<double> pool64(std::size_t(pool_size * NN));
+  std::vector<float> pool32(pool64.size());
+  for (int k = 0; k < pool_size; ++k) {
+    std::vector<double> v(static_cast<std::size_t>(N));
+    double norm2 = 0;
+    for (double& x : v) norm2 += (x = normal(g)) * x;
+    for (index_t j = 0; j < N; ++j)
+      for (index_t i = 0; i < N; ++i) {
+        const std::size_t at = std::size_t(k * NN + i + j * N);
+        pool32[at] = float((i == j ? 1.0 : 0.0) - 2 * v[std::size_t(i)] * v[std::size_t(j)] / norm2);
+        pool64[at] = double(pool32[at]);  // the reference multiplies exactly the stored factors
+      }
+  }
+  device_array<float> in(std::size_t(T * NN)), out(std::size_t(prefix ? T * NN : NN)), pool(pool32.size());
+  device_array<double> ref(std::size_t(2 * NN)), pool_d(pool64.size());
+  check(cudaMemcpy(pool.p, pool32.data(), pool32.size() * 4, cudaMemcpyHostToDevice), "pool");
+  check(cudaMemcpy(pool_d.p, pool64.data(), pool64.size() * 8, cudaMemcpyHostToDevice), "pool");
+  for (index_t t = 0; t < T; ++t)
+    check(cudaMemcpy(in.p + t * NN, pool.p + pick_factor(t) * NN, NN * 4, cudaMemcpyDeviceToDevice), "fill");
+  const auto col = parascan::matrix_storage::column_major;
+  const auto factors = parascan::dense_chains<const float>(in.p, 1, T, N, col);
+  parascan::matrix_options<float> o;
+  o.math = math;
+  const auto call = [&] {
+    if (prefix) parascan::matrix_chain(parascan::cuda{}, factors, parascan::dense_chains(out.p, 1, T, N, col), o);
+    else parascan::matrix_chain_product(parascan::cuda{}, factors, out.p, o);
+  };
+  const auto verify = [&] {
+    const double u = math == parascan::matrix_math::exact ? 1.2e-7 : 4.9e-4;
+    error_meter m{4 * u * std::sqrt(double(N)) * (1 + std::sqrt(double(T)))};
+    cublasHandle_t h;
+    cublasCreate(&h);
+    const double one = 1, zero = 0;
+    double* p = ref.p;
+    double* q = ref.p + NN;
+    check(cudaMemcpy(p, pool_d.p + pick_factor(0) * NN, NN * 8, cudaMemcpyDeviceToDevice), "reference");
+    std::vector<double> want(static_cast<std::size_t>(NN));
+    std::vector<float> got(static_cast<std::size_t>(NN));
+    for (index_t t = 0; t < T; ++t) {
+      if (t > 0) {
+        cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(N), int(N), &one, p, int(N),
+                    pool_d.p + pick_factor(t) * NN, int(N), &zero, q, int(N));
+        std::swap(p, q);
+      }
+      if (t != T - 1 && (!prefix || t % 97 != 0)) continue;
+      check(cudaMemcpy(want.data(), p, NN * 8, cudaMemcpyDeviceToHost), "reference");
+      check(cudaMemcpy(got.data(), out.p + (prefix ? t * NN : 0), NN * 4, cudaMemcpyDeviceToHost), "download");
+      for (index_t k = 0; k < NN; ++k)
+        m.add(std::abs(double(got[std::size_t(k)]) - want[std::size_t(k)]), 0, t, got[std::size_t(k)], want[std::size_t(k)]);
+    }
+    cublasDestroy(h);
+    return m;
+  };
+  r.flops = 2.0 * double(N) * double(N) * double(N) * double(T - 1);  // the sequential product's multiply-adds
+  measure(ctx, r, [&] { out.poison(); }, call, verify, N >= 512 ? 5 : 0);
+}
+
 /// x[t] = W[t] x[t-1] + b[t] over (B, T) sequences of N-vectors, x only (the forward pass): W 0.9 times a
 /// reflection (a contraction: x stays bounded), b uniform in [-1, 1). Checked on a few sequences against
 /// fp64, relative to max(1, |x|).
@@ -1176,6 +1247,19 @@ std::vector<bench_case> make_cases(bool sweep) {
   matrices(std::integral_constant<int, 8>{});
   matrices(std::integral_constant<int, 16>{});
   matrices(std::integral_constant<int, 32>{});
+  // Runtime-size matrices (cuBLAS): the prefix of one chain of 1024 and the product of one chain of 1000,
+  // N = 64 .. 1024, exact fp32 and TF32 (bytes: the factors read, and the products written by a prefix).
+  for (long long N : {64, 128, 256, 512, 1024})
+    for (auto math : {parascan::matrix_math::exact, parascan::matrix_math::tf32}) {
+      const std::string size = std::to_string(N) + "x" + std::to_string(N);
+      const std::string dtype = math == parascan::matrix_math::exact ? "fp32" : "fp32 (tf32)";
+      add("parascan", "matrix_chain runtime " + size, "matrix_chain (runtime N, cuBLAS)", dtype, "bt",
+          {1, 1024, N, N}, 1024, 1, 8.0 * N * N, 1024, false,
+          [=](context& c, record& r) { run_runtime_chain(c, r, N, 1024, true, math); });
+      add("parascan", "matrix_chain_product runtime " + size, "matrix_chain_product (runtime N, cuBLAS)", dtype, "bt",
+          {1, 1000, N, N}, 1000, 1, 4.0 * N * N, 1000, N == 256,
+          [=](context& c, record& r) { run_runtime_chain(c, r, N, 1000, false, math); });
+    }
   add("parascan", "reduce_scan linear_recurrence", "linear_recurrence (final state)", "fp32", "bdt", bdt_shape(65536),
       65536, B * D, 8, B * D * 65536, false, [=](context& c, record& r) { run_reduce(c, r, B, D, 65536); });
   for (long long T : {4096, 65536})

@@ -6,11 +6,12 @@ over log2(n) levels of a tree. The same method is written here in a few lines (n
 doubles the span each level (P[t] = P[t - 2^k] P[t] for t >= 2^k, left to right), the reduction
 multiplies adjacent pairs each level (an odd one left carries over). Cases, as the C++ bench's: the prefix
 over (B, 1024) chains of N x N fp32 matrices, 2^26 floats in all, and the product of one chain of 1000, for
-N = 2, 4, 8, 16, 32. Inputs are random orthogonal matrices (QR of Gaussian ones); results are checked
+N = 2, 4, 8, 16, 32; and the runtime-size cases (one chain of 1024 for the prefix, of 1000 for the product,
+N = 64 .. 1024, fp32 exact and with TF32 allowed, as parascan's cuBLAS path). Inputs are random orthogonal matrices (QR of Gaussian ones); results are checked
 against a sequential fp64 product of one chain (FAIL is recorded, not timed). Timing as peers.py: CUDA
 events, median of --runs after --warmup, a 256 MiB buffer rewritten before each run (L2 flush).
 
-    python3 bench/matrix_peers.py [--json FILE] [--commit SHA] [--copy-gbs GBS] [--runs N] [--warmup N]
+    python3 bench/matrix_peers.py [--json FILE] [--commit SHA] [--copy-gbs GBS] [--runs N] [--warmup N] [--filter TEXT]
 
 JSON: a list of records with parascan_bench_cuda's fields (impl, case, op, dtype, layout, shape, T,
 sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, device, commit, status).
@@ -25,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import median_ms  # noqa: E402  (the same timing rules as peers.py)
 
 SIZES = (2, 4, 8, 16, 32)
+RUNTIME_SIZES = (64, 128, 256, 512, 1024)
 IMPL = "torch tree (torch_parallel_scan's method)"
 
 
@@ -58,6 +60,7 @@ def main(argv=None):
     p.add_argument("--copy-gbs", type=float, default=None)
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--filter", default="", help="only the cases whose name contains this text")
     args = p.parse_args(argv)
     try:
         import torch
@@ -70,44 +73,59 @@ def main(argv=None):
     g = torch.Generator(device="cuda")
     g.manual_seed(7)
     records = []
+    cases = []
     for N in SIZES:
         chains = (1 << 26) // (1024 * N * N)
-        for kind, shape, T, count in (("matrix_chain", (chains, 1024, N, N), 1024, chains),
-                                      ("matrix_chain_product", (1, 1000, N, N), 1000, 1)):
-            pool = orthogonal(torch, (min(997, T), N, N), g)
-            x = pool.repeat((T + pool.shape[0] - 1) // pool.shape[0], 1, 1)[:T].expand(count, T, N, N).contiguous()
-            prefix = kind == "matrix_chain"
-            fn = (lambda: prefix_tree(torch, x)) if prefix else (lambda: reduce_tree(torch, x))
-            bytes_moved = (8.0 if prefix else 4.0) * count * T * N * N
-            rec = {"impl": IMPL, "case": "%s %dx%d" % (kind, N, N), "op": kind, "dtype": "fp32", "layout": "bt",
-                   "shape": list(shape), "T": T, "sequences": count, "bytes": bytes_moved, "ms": None, "gbs": None,
-                   "fraction_of_copy": None, "copy_gbs": args.copy_gbs, "max_error": None,
-                   "tolerance": 4 * 1.2e-7 * math.sqrt(N) * (1 + math.sqrt(T)) * (4 if prefix else 1),
-                   "device": torch.cuda.get_device_name(0), "commit": args.commit, "status": "skipped"}
-            try:
-                got = fn()
-                ref, worst = torch.eye(N, dtype=torch.float64, device="cuda"), 0.0
-                for t in range(T):
-                    ref = ref @ x[0, t].double()
-                    if prefix or t == T - 1:
-                        out = got[0, t] if prefix else got[0]
-                        worst = max(worst, (out.double() - ref).abs().max().item())
-                rec["max_error"] = worst
-                if not worst <= rec["tolerance"]:
-                    rec["status"] = "FAIL"
-                else:
-                    rec["ms"] = median_ms(torch, fn, args.runs, args.warmup)
-                    rec["gbs"] = bytes_moved / rec["ms"] / 1e6
-                    if args.copy_gbs:
-                        rec["fraction_of_copy"] = rec["gbs"] / args.copy_gbs
-                    rec["status"] = "ok"
-            except torch.cuda.OutOfMemoryError as e:
-                rec["status"], rec["note"] = "skipped", "out of memory: %s" % str(e).split("\n")[0]
-            del x
-            torch.cuda.empty_cache()
-            print("%-44s %-26s %-18s %10s ms  %s" % (IMPL, rec["case"], rec["shape"],
-                                                      "%.4f" % rec["ms"] if rec["ms"] else "-", rec["status"]))
-            records.append(rec)
+        cases.append(("matrix_chain", N, (chains, 1024, N, N), 1024, chains, False, ""))
+        cases.append(("matrix_chain_product", N, (1, 1000, N, N), 1000, 1, False, ""))
+    for N in RUNTIME_SIZES:
+        for tf32 in (False, True):
+            cases.append(("matrix_chain", N, (1, 1024, N, N), 1024, 1, tf32, " runtime"))
+            cases.append(("matrix_chain_product", N, (1, 1000, N, N), 1000, 1, tf32, " runtime"))
+    for kind, N, shape, T, count, tf32, tag in cases:
+        if args.filter not in "%s%s %dx%d" % (kind, tag, N, N):
+            continue
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        pool = orthogonal(torch, (min(997 if not tag else 16, T), N, N), g)
+        x = pool.repeat((T + pool.shape[0] - 1) // pool.shape[0], 1, 1)[:T].expand(count, T, N, N).contiguous()
+        prefix = kind == "matrix_chain"
+        fn = (lambda: prefix_tree(torch, x)) if prefix else (lambda: reduce_tree(torch, x))
+        bytes_moved = (8.0 if prefix else 4.0) * count * T * N * N
+        unit = 4.9e-4 if tf32 else 1.2e-7
+        rec = {"impl": IMPL, "case": "%s%s %dx%d" % (kind, tag, N, N), "op": kind,
+               "dtype": "fp32 (tf32)" if tf32 else "fp32", "layout": "bt",
+               "shape": list(shape), "T": T, "sequences": count, "bytes": bytes_moved, "ms": None, "gbs": None,
+               "fraction_of_copy": None, "copy_gbs": args.copy_gbs, "max_error": None,
+               "tolerance": 4 * unit * math.sqrt(N) * (1 + math.sqrt(T)) * (4 if prefix else 1),
+               "device": torch.cuda.get_device_name(0), "commit": args.commit, "status": "skipped"}
+        try:
+            got = fn()
+            ref, worst = torch.eye(N, dtype=torch.float64, device="cuda"), 0.0
+            for t in range(T):
+                ref = ref @ x[0, t].double()
+                if (prefix and (not tag or t % 97 == 0)) or t == T - 1:
+                    out = got[0, t] if prefix else got[0]
+                    worst = max(worst, (out.double() - ref).abs().max().item())
+            rec["max_error"] = worst
+            del got
+            if not worst <= rec["tolerance"]:
+                rec["status"] = "FAIL"
+            else:
+                rec["ms"] = median_ms(torch, fn, 5 if N >= 512 else args.runs, args.warmup)
+                rec["gbs"] = bytes_moved / rec["ms"] / 1e6
+                if tag:
+                    rec["tflops"] = 2.0 * N ** 3 * (T - 1) / rec["ms"] / 1e9
+                if args.copy_gbs:
+                    rec["fraction_of_copy"] = rec["gbs"] / args.copy_gbs
+                rec["status"] = "ok"
+        except torch.cuda.OutOfMemoryError as e:
+            rec["status"], rec["note"] = "skipped", "out of memory: %s" % str(e).split("\n")[0]
+        del x
+        torch.cuda.empty_cache()
+        print("%-44s %-34s %-12s %-20s %10s ms  %s" % (IMPL, rec["case"], rec["dtype"], rec["shape"],
+                                                  "%.4f" % rec["ms"] if rec["ms"] else "-", rec["status"]))
+        records.append(rec)
+    torch.backends.cuda.matmul.allow_tf32 = False
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)

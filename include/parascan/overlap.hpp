@@ -1,5 +1,5 @@
-// Whether two strided views share a byte: exact for views of up to three axes (the layouts' n0, n1 and
-// time), by a bounded search over the linear Diophantine problem their addresses pose (NumPy's
+// Whether two strided views share a byte: exact for views of up to five axes (the layouts' n0, n1 and
+// time, and a runtime-size matrix's rows and columns), by a bounded search over the linear Diophantine problem their addresses pose (NumPy's
 // `shares_memory` decides the same question the same way). Interleaved views - an output in the odd
 // channels of a tensor whose even channels hold an input - share no element and are told apart from
 // views that do, which comparing address ranges cannot do.
@@ -72,10 +72,11 @@ inline overlap solve_bounded(const address_axis* axes, int n, __int128 target, l
 /// A view's address set: base + sum(step[i] * x[i]) bytes, 0 <= x[i] < count[i], elements `size` bytes
 /// (an axis of count 1 or step 0 adds nothing).
 struct address_set {
+  static constexpr int max_axes = 5;
   std::uintptr_t base = 0;
   std::size_t size = 0;
-  std::int64_t step[3] = {0, 0, 0};  // bytes, >= 0
-  std::int64_t count[3] = {1, 1, 1};
+  std::int64_t step[max_axes] = {0, 0, 0, 0, 0};  // bytes, >= 0
+  std::int64_t count[max_axes] = {1, 1, 1, 1, 1};
 };
 
 /// Whether two address sets share a byte (unknown when the search exceeds `budget` nodes).
@@ -83,17 +84,17 @@ inline overlap shares_bytes(const address_set& p, const address_set& q, long bud
   // p's element at a and q's at b share a byte iff -(p.size - 1) <= a - b <= q.size - 1. With
   // a - b = (p.base - q.base) + sum p.step x - sum q.step y, and y = count - 1 - y' on q's axes, every
   // coefficient is positive: sum p.step x + sum q.step y' = delta - (p.base - q.base) + sum q.step (count - 1).
-  address_axis axes[6];
+  address_axis axes[2 * address_set::max_axes];
   int n = 0;
   __int128 shift = 0;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < address_set::max_axes; ++i)
     if (p.step[i] > 0 && p.count[i] > 1) axes[n++] = {p.step[i], p.count[i] - 1};
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < address_set::max_axes; ++i)
     if (q.step[i] > 0 && q.count[i] > 1) {
       axes[n++] = {q.step[i], q.count[i] - 1};
       shift += static_cast<__int128>(q.step[i]) * (q.count[i] - 1);
     }
-  for (int i = 1; i < n; ++i)  // by decreasing step (at most six)
+  for (int i = 1; i < n; ++i)  // by decreasing step (at most ten)
     for (int j = i; j > 0 && (axes[j].step > axes[j - 1].step); --j) std::swap(axes[j - 1], axes[j]);
   const __int128 offset = static_cast<__int128>(p.base) - static_cast<__int128>(q.base);
   bool unknown = false;

@@ -100,22 +100,29 @@ void check_view(const sequences<T>& v, const std::string& name) {
   if (v.data == nullptr && has_elements) fail(name + ".data", "a non-null pointer for a non-empty view");
 }
 
-/// Outputs may not write one element twice. Sufficient test: sorted by stride, each axis steps over the
-/// whole span of the smaller ones.
+/// Whether axes of (stride, extent) never place two elements at one address. Sufficient test: sorted by
+/// stride, each axis steps over the whole span of the smaller ones.
+inline bool strides_keep_apart(std::pair<index_t, index_t>* axes, int n) {
+  std::sort(axes, axes + n);
+  index_t covered = 0;  // largest offset reachable through the smaller axes
+  for (int i = 0; i < n; ++i) {
+    const auto [stride, extent] = axes[i];
+    if (extent <= 1) continue;
+    if (stride <= covered) return false;
+    covered += stride * (extent - 1);
+  }
+  return true;
+}
+
+/// Outputs may not write one element twice.
 template <class T>
 void check_no_self_overlap(const sequences<T>& v, const std::string& name) {
   std::pair<index_t, index_t> axes[3] = {{v.stride[1], v.extent[1]},
                                          {v.time_stride, v.packed() ? time_extent(v) : v.length},
                                          {v.stride[0], v.packed() ? 1 : v.extent[0]}};
   if (v.count() == 0 || axes[1].second == 0) return;
-  std::sort(std::begin(axes), std::end(axes));
-  index_t covered = 0;  // largest offset reachable through the smaller axes
-  for (auto [stride, extent] : axes) {
-    if (extent <= 1) continue;
-    if (stride <= covered)
-      fail(name + ".stride", "strides that never place two elements at one address (an output cannot broadcast)");
-    covered += stride * (extent - 1);
-  }
+  if (!strides_keep_apart(axes, 3))
+    fail(name + ".stride", "strides that never place two elements at one address (an output cannot broadcast)");
 }
 
 /// Inputs must have the output's shape: the same batch extents and the same length of every sequence.
@@ -145,7 +152,7 @@ address_set address_set_of(const sequences<T>& v) {
   return {reinterpret_cast<std::uintptr_t>(v.data),
           sizeof(T),
           {bytes(v.stride[0]), bytes(v.stride[1]), bytes(v.time_stride)},
-          {v.extent[0], v.extent[1], v.length}};
+          {v.extent[0], v.extent[1], v.length, 1, 1}};
 }
 
 /// Whether two views share no byte (decided exactly for uniform views, conservatively for packed ones).

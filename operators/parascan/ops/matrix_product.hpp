@@ -21,6 +21,7 @@
 
 #include <Eigen/Core>
 
+#include <parascan/chain_order.hpp>
 #include <parascan/config.hpp>
 #include <parascan/inputs.hpp>
 #include <parascan/layout.hpp>
@@ -30,12 +31,6 @@
 #include <parascan/validate.hpp>
 
 namespace parascan::ops {
-
-/// Which side later matrices multiply on (see the top of this header).
-enum class chain_order {
-  left_to_right,  // P[t] = P[t-1] M[t]
-  right_to_left,  // P[t] = M[t] P[t-1]
-};
 
 /// The matrix product operator over M = Eigen::Matrix<S, N, N>.
 template <class M, chain_order Order = chain_order::left_to_right>
@@ -99,8 +94,6 @@ struct matrix_chain_adjoint {
 }  // namespace parascan::ops
 
 namespace parascan {
-
-using ops::chain_order;
 
 /// The CUDA engine spreads products of float or double matrices over a warp's lanes (matrix_form.hpp).
 /// A row-major M stores the transpose, on which the order's side is the other one.

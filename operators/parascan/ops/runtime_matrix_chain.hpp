@@ -1,0 +1,199 @@
+// Cumulative (prefix) and chain (reduce) products of matrices whose size N is known only at run time
+// (matrix_sequences.hpp): float or double, any N >= 1, row- or column-major, any leading dimension.
+// The same contracts as the fixed-size matrix_chain / matrix_chain_product of matrix_product.hpp (order,
+// reverse, exclusive, initial, final), through one backend each:
+//   parascan::host: each chain a loop of Eigen dynamic-matrix products; threads over chains, and a chain cut
+//     into chunks (reduced, carried, rescanned) when there are fewer chains than threads
+//     (host_matrix_chain.hpp);
+//   parascan::cuda: cuBLAS batched GEMMs over the levels of a tree (include <parascan/cuda_matrices.cuh> and
+//     link CUDA::cublas; cuda/cublas_chain.cuh).
+// For N <= 32 known at compile time, Eigen fixed-size matrices and matrix_product.hpp are faster.
+//
+// Example, 8 chains of 1000 row-major 256 x 256 matrices (a contiguous (8, 1000, 256, 256) tensor):
+//   parascan::matrix_chain(parascan::cuda{}, parascan::dense_chains<const float>(m, 8, 1000, 256),
+//                          parascan::dense_chains(p, 8, 1000, 256));
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include <parascan/host_matrix_chain.hpp>
+#include <parascan/matrix_sequences.hpp>
+#include <parascan/ops/matrix_product.hpp>
+#include <parascan/validate.hpp>
+
+namespace parascan {
+
+namespace detail {
+
+template <class>
+struct always_false : std::false_type {};
+
+/// The axes of every scalar a view of matrices addresses: (stride, extent) in scalars.
+template <class S>
+void matrix_axes(const matrix_sequences<S>& v, std::pair<index_t, index_t> (&axes)[5]) {
+  const auto& o = v.origins;
+  axes[0] = {o.stride[0], o.extent[0]};
+  axes[1] = {o.stride[1], o.extent[1]};
+  axes[2] = {o.time_stride, o.length};
+  axes[3] = {1, v.size};
+  axes[4] = {v.ld, v.size};
+}
+
+template <class S>
+address_set address_set_of(const matrix_sequences<S>& v) {
+  std::pair<index_t, index_t> axes[5];
+  matrix_axes(v, axes);
+  address_set set;
+  set.base = reinterpret_cast<std::uintptr_t>(v.origins.data);
+  set.size = sizeof(S);
+  for (int i = 0; i < 5; ++i) {
+    set.step[i] = std::int64_t(axes[i].first) * std::int64_t(sizeof(S));
+    set.count[i] = axes[i].second;
+  }
+  return set;
+}
+
+/// [lo, hi) of every byte a view of matrices addresses (validated views only).
+template <class S>
+byte_span span_of(const matrix_sequences<S>& v) {
+  if (v.count() == 0 || v.length() == 0 || v.origins.data == nullptr) return {};
+  std::pair<index_t, index_t> axes[5];
+  matrix_axes(v, axes);
+  index_t last = 0;
+  for (const auto& a : axes) last += a.first * (a.second - 1);
+  const auto lo = reinterpret_cast<std::uintptr_t>(v.origins.data);
+  return {lo, lo + std::uintptr_t(last + 1) * sizeof(S)};
+}
+
+/// Checks one view of matrices on its own: a uniform batch (not packed), N >= 1, ld >= N, and a reach
+/// that fits 64 bits.
+template <class S>
+void check_matrix_view(const matrix_sequences<S>& v, const std::string& name) {
+  if (v.origins.packed())
+    fail(name + ".origins.offsets", "a uniform batch (runtime-size matrix chains take no packed layout)");
+  check_view(v.origins, name + ".origins");
+  if (v.size < 1) fail(name + ".size", "N >= 1, got " + std::to_string(v.size));
+  if (v.ld < v.size)
+    fail(name + ".ld", "a leading dimension >= N = " + std::to_string(v.size) + ", got " + std::to_string(v.ld));
+  std::pair<index_t, index_t> axes[5];
+  matrix_axes(v, axes);
+  const index_t limit = std::numeric_limits<index_t>::max() / index_t(sizeof(S));
+  index_t reach = 0;
+  bool fits = true;
+  for (const auto& a : axes) {
+    if (a.second <= 1) continue;
+    const index_t term = product_within(a.second - 1, a.first, limit);
+    fits = fits && term >= 0 && reach <= limit - term;
+    if (fits) reach += term;
+  }
+  if (!fits) fail(name + ".ld", "strides, extents and N whose farthest byte offset fits 64 bits");
+}
+
+/// Whether two views of matrices share a byte (decided exactly; searches too long count as shared).
+template <class S, class U>
+bool matrices_apart(const matrix_sequences<S>& a, const matrix_sequences<U>& b) {
+  return !span_of(a).overlaps(span_of(b)) || shares_bytes(address_set_of(a), address_set_of(b)) == overlap::no;
+}
+
+/// One dense N x N matrix a chain (initial, final, result): count * N * N scalars.
+template <class S>
+byte_span per_chain_span(const S* p, index_t count, index_t N) {
+  return span_of(p, count * N * N);
+}
+
+template <class S>
+void check_math(const matrix_options<S>& opts) {
+  if (std::is_same<S, double>::value && opts.math != matrix_math::exact)
+    fail("options.math", "matrix_math::exact for double matrices (tf32 and bf16 multiply float matrices)");
+}
+
+/// Every check of a runtime-size matrix_chain call, before anything is written.
+template <class S>
+void check_runtime_chain(const matrix_sequences<const S>& in, const matrix_sequences<S>& out,
+                         const matrix_options<S>& opts) {
+  check_matrix_view(in, "in");
+  check_matrix_view(out, "out");
+  if (in.origins.extent[0] != out.origins.extent[0] || in.origins.extent[1] != out.origins.extent[1] ||
+      in.length() != out.length())
+    fail("out.origins", "the input's shape: batch extents (" + std::to_string(in.origins.extent[0]) + ", " +
+                            std::to_string(in.origins.extent[1]) + ") and length " + std::to_string(in.length()));
+  if (in.size != out.size)
+    fail("out.size", "the input's N = " + std::to_string(in.size) + ", got " + std::to_string(out.size));
+  std::pair<index_t, index_t> axes[5];
+  matrix_axes(out, axes);
+  if (out.count() > 0 && out.length() > 0 && !strides_keep_apart(axes, 5))
+    fail("out", "strides, ld and N that never place two entries at one address (an output cannot broadcast)");
+  if (!matrices_apart(in, out)) fail("out", "no overlap with in (runtime-size chains do not run in place)");
+  check_math(opts);
+  const index_t count = out.count(), N = out.size;
+  const byte_span initial = per_chain_span(opts.initial, count, N), final = per_chain_span(opts.final, count, N);
+  const byte_span outs = span_of(out), ins = span_of(in);
+  if (initial.overlaps(outs)) fail("options.initial", "no overlap with out");
+  if (final.overlaps(outs)) fail("options.final", "no overlap with out");
+  if (final.overlaps(ins)) fail("options.final", "no overlap with in");
+  if (initial.overlaps(final) && (initial.lo != final.lo || initial.hi != final.hi))
+    fail("options.final", "either exactly options.initial (products carried from call to call) or no overlap with it");
+}
+
+/// Every check of a runtime-size matrix_chain_product call.
+template <class S>
+void check_runtime_chain_product(const matrix_sequences<const S>& in, const S* result,
+                                 const matrix_options<S>& opts) {
+  check_matrix_view(in, "in");
+  check_math(opts);
+  if (opts.exclusive) fail("options.exclusive", "false for a reduction (the product of every matrix)");
+  if (opts.final != nullptr) fail("options.final", "null for a reduction (the result is the final product)");
+  const index_t count = in.count(), N = in.size;
+  if (result == nullptr && count > 0) fail("result", "a non-null pointer to one N x N matrix a chain");
+  const byte_span res = per_chain_span(result, count, N);
+  if (res.overlaps(span_of(in))) fail("result", "no overlap with in");
+  if (res.overlaps(per_chain_span(opts.initial, count, N))) fail("result", "no overlap with options.initial");
+}
+
+}  // namespace detail
+
+/// The backend of an execution policy without one for runtime-size matrices (see the top of this header).
+template <class Exec, class S>
+void run_matrix_chain(const Exec&, chain_order, const matrix_sequences<const S>&, const matrix_sequences<S>&,
+                      const matrix_options<S>&) {
+  static_assert(detail::always_false<Exec>::value,
+                "parascan: runtime-size matrix chains on this execution policy need its backend: "
+                "#include <parascan/cuda_matrices.cuh> for parascan::cuda (and link CUDA::cublas)");
+}
+template <class Exec, class S>
+void run_matrix_chain_product(const Exec&, chain_order, const matrix_sequences<const S>&, S*,
+                              const matrix_options<S>&) {
+  static_assert(detail::always_false<Exec>::value,
+                "parascan: runtime-size matrix chains on this execution policy need its backend: "
+                "#include <parascan/cuda_matrices.cuh> for parascan::cuda (and link CUDA::cublas)");
+}
+
+/// Cumulative products of runtime-size matrices: out[t] = M[0] ... M[t] (left_to_right) or M[t] ... M[0]
+/// (right_to_left) for every chain, with the options of matrix_product.hpp's matrix_chain. `in` and `out`
+/// share their batch shape and N, may differ in storage and leading dimension, and may not overlap.
+template <chain_order Order = chain_order::left_to_right, class Exec, class S>
+void matrix_chain(const Exec& exec, const matrix_sequences<S>& in, const matrix_sequences<std::remove_const_t<S>>& out,
+                  const matrix_options<std::remove_const_t<S>>& opts = {}) {
+  using scalar = std::remove_const_t<S>;
+  static_assert(std::is_same<scalar, float>::value || std::is_same<scalar, double>::value,
+                "parascan: runtime-size matrix chains take float or double matrices");
+  const matrix_sequences<const scalar> factors = in;
+  detail::check_runtime_chain(factors, out, opts);
+  run_matrix_chain(exec, Order, factors, out, opts);
+}
+
+/// Chain products of runtime-size matrices: result[s] = the product of every matrix of chain s (one dense
+/// N x N matrix a chain, stored like `in`), from options.initial when given.
+template <chain_order Order = chain_order::left_to_right, class Exec, class S>
+void matrix_chain_product(const Exec& exec, const matrix_sequences<S>& in, std::remove_const_t<S>* result,
+                          const matrix_options<std::remove_const_t<S>>& opts = {}) {
+  using scalar = std::remove_const_t<S>;
+  static_assert(std::is_same<scalar, float>::value || std::is_same<scalar, double>::value,
+                "parascan: runtime-size matrix chains take float or double matrices");
+  const matrix_sequences<const scalar> factors = in;
+  detail::check_runtime_chain_product(factors, result, opts);
+  run_matrix_chain_product(exec, Order, factors, result, opts);
+}
+
+}  // namespace parascan
