@@ -118,35 +118,69 @@ struct cublas_types<double> {
   static cublasComputeType_t compute(matrix_math) { return CUBLAS_COMPUTE_64F; }
 };
 
-/// C[k] = A[k] B[k] (in the mathematical sense) for k < batch, each operand stored as its form says.
 /// cuBLAS is column-major: a row-major matrix reads as its transpose, so a row-major C is computed as
-/// C^T = B^T A^T.
+/// C^T = B^T A^T. `swap`: cuBLAS's first operand is B; op1 / op2 transpose its operands as stored.
+struct gemm_shape {
+  bool swap;
+  operand_form first, second;
+  cublasOperation_t op1, op2;
+};
+inline gemm_shape shape_of(operand_form a, operand_form b, operand_form c) {
+  const bool c_rows = c.storage == matrix_storage::row_major;
+  const auto op = [&](const operand_form& x) {
+    return (x.storage == matrix_storage::row_major) != c_rows ? CUBLAS_OP_T : CUBLAS_OP_N;
+  };
+  const operand_form f = c_rows ? b : a, s = c_rows ? a : b;
+  return {c_rows, f, s, op(f), op(s)};
+}
+
+constexpr index_t most_batches = 65535;  // batches per call (grid limits of some cuBLAS kernels)
+
+/// C[k] = A[k] B[k] (in the mathematical sense) for k < batch, through pointer arrays.
 template <class S>
 void batched_products(cublasHandle_t handle, index_t N, operand_form a, operand_form b, operand_form c,
                       const S* const* A, const S* const* B, S* const* C, index_t batch, matrix_math math) {
   const S one = 1, zero = 0;
-  const bool c_rows = c.storage == matrix_storage::row_major;
-  const S* const* first = c_rows ? B : A;
-  const S* const* second = c_rows ? A : B;
-  const operand_form f = c_rows ? b : a, s = c_rows ? a : b;
-  // Column-major C: op(X) = X, or X^T read from a row-major X. Row-major C: the transposes, likewise.
-  const auto op = [&](const operand_form& x) {
-    return (x.storage == matrix_storage::row_major) != c_rows ? CUBLAS_OP_T : CUBLAS_OP_N;
-  };
-  constexpr index_t most = 65535;  // batches per call (grid limits of some cuBLAS kernels)
-  for (index_t k = 0; k < batch; k += most) {
-    const int n = int(std::min(most, batch - k)), size = int(N);
-    cublas_check(cublasGemmBatchedEx(handle, op(f), op(s), size, size, size, &one,
+  const gemm_shape g = shape_of(a, b, c);
+  const S* const* first = g.swap ? B : A;
+  const S* const* second = g.swap ? A : B;
+  for (index_t k = 0; k < batch; k += most_batches) {
+    const int n = int(std::min(most_batches, batch - k)), size = int(N);
+    cublas_check(cublasGemmBatchedEx(handle, g.op1, g.op2, size, size, size, &one,
                                      reinterpret_cast<const void* const*>(first + k), cublas_types<S>::data,
-                                     int(f.ld), reinterpret_cast<const void* const*>(second + k),
-                                     cublas_types<S>::data, int(s.ld), &zero,
+                                     int(g.first.ld), reinterpret_cast<const void* const*>(second + k),
+                                     cublas_types<S>::data, int(g.second.ld), &zero,
                                      reinterpret_cast<void* const*>(C + k), cublas_types<S>::data, int(c.ld), n,
                                      cublas_types<S>::compute(math), CUBLAS_GEMM_DEFAULT),
                  "matrix chain (cublasGemmBatchedEx)");
   }
 }
 
+/// C + k sc = (A + k sa)(B + k sb) for k < batch (strides in scalars, >= 0): the strided-batched kernels,
+/// which on Hopper include the tensor-memory-accelerator ones that pointer arrays cannot use (TF32 at
+/// N = 1024: 136 TFLOPS through pointer arrays, 302 strided, H100).
+template <class S>
+void strided_products(cublasHandle_t handle, index_t N, operand_form a, operand_form b, operand_form c, const S* A,
+                      index_t sa, const S* B, index_t sb, S* C, index_t sc, index_t batch, matrix_math math) {
+  const S one = 1, zero = 0;
+  const gemm_shape g = shape_of(a, b, c);
+  const S* first = g.swap ? B : A;
+  const S* second = g.swap ? A : B;
+  const index_t s1 = g.swap ? sb : sa, s2 = g.swap ? sa : sb;
+  for (index_t k = 0; k < batch; k += most_batches) {
+    const int n = int(std::min(most_batches, batch - k)), size = int(N);
+    cublas_check(cublasGemmStridedBatchedEx(handle, g.op1, g.op2, size, size, size, &one, first + k * s1,
+                                            cublas_types<S>::data, int(g.first.ld), s1, second + k * s2,
+                                            cublas_types<S>::data, int(g.second.ld), s2, &zero, C + k * sc,
+                                            cublas_types<S>::data, int(c.ld), sc, n, cublas_types<S>::compute(math),
+                                            CUBLAS_GEMM_DEFAULT),
+                 "matrix chain (cublasGemmStridedBatchedEx)");
+  }
+}
+
 constexpr int max_tree_levels = 64;
+/// At most this many chains run each chain's part of a call as one strided call (more: pointer arrays).
+constexpr index_t strided_chains = 16;
 
 /// One chain's matrix at a fixed place: step `t` of a view, or matrix `s` of a dense array
 /// (`chain_stride` scalars apart), or the identity (no view, no array).
@@ -222,7 +256,11 @@ struct chain_tree {
     const index_t p = i + out_shift;
     return p < 0 ? nullptr : out.origins.begin_of(s) + time_of(p) * out.origins.time_stride;
   }
-  PARASCAN_HD S* w(int l, index_t s, index_t j) const { return work + work_at[l] + (s * next_length(l) + j) * NN; }
+  /// Pair j of level l: in time order, so that every call's operands step in one direction (strided calls).
+  PARASCAN_HD index_t slot(int l, index_t j) const { return reverse ? next_length(l) - 1 - j : j; }
+  PARASCAN_HD S* w(int l, index_t s, index_t j) const {
+    return work + work_at[l] + (s * next_length(l) + slot(l, j)) * NN;
+  }
   PARASCAN_HD S* o(int l, index_t s, index_t j) const { return o0(s, ((j + 1) << l) - 1); }
   PARASCAN_HD const S* x(int l, index_t s, index_t j) const {
     if (l == 0) return x0(s, j);
@@ -299,10 +337,37 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
               const S* const* b, S* const* c, operand_form in_form, operand_form out_form, operand_form work_form,
               operand_form x_first, matrix_math math) {
   const index_t N = t.in.size;
+  // Few chains: each chain's part of a call steps through memory evenly, so it runs as one strided call
+  // (found from its first two items); else, or where the operands step in different directions, the
+  // pointer arrays.
+  const bool strided = t.count <= strided_chains;
   const auto call = [&](index_t first, index_t items, operand_form earlier, operand_form later, operand_form target) {
     if (items <= 0) return;
     const operand_form fa = t.left_to_right ? earlier : later, fb = t.left_to_right ? later : earlier;
-    batched_products<S>(handle, N, fa, fb, target, a + first, b + first, c + first, items, math);
+    if (!strided) {
+      batched_products<S>(handle, N, fa, fb, target, a + first, b + first, c + first, items, math);
+      return;
+    }
+    const index_t per_chain = items / t.count;
+    for (index_t s = 0; s < t.count; ++s) {
+      const index_t k = first + s * per_chain;
+      const S *a0, *b0, *a1 = nullptr, *b1 = nullptr;
+      S *c0, *c1 = nullptr;
+      t.item(k, a0, b0, c0);
+      index_t sa = 0, sb = 0, sc = 0;
+      if (per_chain > 1) {
+        t.item(k + 1, a1, b1, c1);
+        sa = a1 - a0, sb = b1 - b0, sc = c1 - c0;
+        if (sa <= 0 && sb <= 0 && sc <= 0) {  // descending: from the last item up
+          t.item(k + per_chain - 1, a0, b0, c0);
+          sa = -sa, sb = -sb, sc = -sc;
+        }
+      }
+      if (sa < 0 || sb < 0 || sc < 0)
+        batched_products<S>(handle, N, fa, fb, target, a + k, b + k, c + k, per_chain, math);
+      else
+        strided_products<S>(handle, N, fa, fb, target, a0, sa, b0, sb, c0, sc, per_chain, math);
+    }
   };
   const auto same = [](operand_form p, operand_form q) { return p.storage == q.storage && p.ld == q.ld; };
   // Pair targets: a prefix's first pair goes to an output, a reduction's last pair to `result` (formed
@@ -312,7 +377,7 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
     const operand_form x_form = l == 0 ? in_form : work_form;
     const operand_form first = l == 0 ? x_first : t.prefix ? out_form : work_form;
     const index_t begin = t.item_at[l], rest = t.count * (t.pairs(l) - 1);
-    if (same(first, x_form) && same(first_target, work_form)) {
+    if (!strided && same(first, x_form) && same(first_target, work_form)) {
       call(begin, t.count * t.pairs(l), x_form, x_form, work_form);
     } else {
       call(begin, t.count, first, x_form, first_target);
@@ -325,12 +390,12 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
         from.view = t.in.origins;
         from.t = t.time_of(t.m[0] - 1 - t.lead);
       } else {
-        from.dense = t.work + t.work_at[l - 1] + (t.m[l] - 1) * t.NN;
+        from.dense = t.work + t.work_at[l - 1] + t.slot(l - 1, t.m[l] - 1) * t.NN;
         from.chain_stride = t.m[l] * t.NN;
       }
       chain_matrix<S> to;
       to.form = work_form;
-      to.dense = t.work + t.work_at[l] + (t.m[l + 1] - 1) * t.NN;
+      to.dense = t.work + t.work_at[l] + t.slot(l, t.m[l + 1] - 1) * t.NN;
       to.chain_stride = t.m[l + 1] * t.NN;
       copy_matrices<S>(from, to, t.count, N, stream);
     }
