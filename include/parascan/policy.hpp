@@ -177,7 +177,9 @@ struct default_policy<Op, arch::host> {
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
-// 128-thread blocks; 4x4 through this strategy 25% against 23% for <64, 2>, not adopted).
+// 128-thread blocks; 4x4 through this strategy 25% against 23% for <64, 2>, not adopted). Over many
+// chains (two warps of them a multiprocessor) chains of N = 4 .. 32 are walked in time instead
+// (cuda/chain_walk.cuh; 4x4 over (4096, 1024): 53%).
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();

@@ -13,20 +13,27 @@ using ptest::index_t;
 /// matrix_chain<Order> (reverse, exclusive as given, from an initial matrix, with the final one) and
 /// matrix_chain_product<Order> over `count` chains of T matrices of type M, stored `offset` scalars into
 /// their buffers; every output's relative Frobenius error against an fp64 sequential reference stays
-/// below 4 eps sqrt(N) (1 + sqrt(T)) (as check_matrix_chain).
+/// below 4 eps sqrt(N) (1 + sqrt(T)) (as check_matrix_chain). `initial`: from initial matrices (else
+/// from the identity); `general`: factors that are products of two reflections (one reflection is
+/// symmetric, which would hide a factor read transposed).
 template <class M, chain_order Order>
-void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int offset) {
+void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int offset, bool initial = true,
+                  bool general = false) {
   using S = typename M::Scalar;
   constexpr int N = M::RowsAtCompileTime;
   using MatD = Eigen::Matrix<double, N, N>;
   INFO("N=" << N << " count=" << count << " T=" << T << (reverse ? " reverse" : "") << (exclusive ? " exclusive" : "")
-            << " offset=" << offset << (M::IsRowMajor ? " row-major" : ""));
+            << " offset=" << offset << (M::IsRowMajor ? " row-major" : "") << (initial ? "" : " no initial")
+            << (general ? " general factors" : ""));
   const std::size_t n = std::size_t(count * T), mat = N * N;
   ptest::buffer<S> in(n * mat + offset), out(n * mat + offset), init(count * mat + offset), fin(count * mat + offset),
       total(count * mat + offset);
   ptest::fast_random g;
   std::vector<M> m(n), start(static_cast<std::size_t>(count));
-  for (auto& x : m) x = ptest::random_reflection<M>(g, g.uniform(0.95, 1.05));
+  for (auto& x : m) {
+    x = ptest::random_reflection<M>(g, g.uniform(0.95, 1.05));
+    if (general) x = (x * ptest::random_reflection<M>(g)).eval();
+  }
   for (auto& x : start) x = ptest::random_reflection<M>(g, g.uniform(0.5, 2));
   std::memcpy(in.host.data() + offset, m.data(), n * sizeof(M));
   std::memcpy(init.host.data() + offset, start.data(), start.size() * sizeof(M));
@@ -38,7 +45,7 @@ void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int of
   parascan::options<M> o;
   o.reverse = reverse;
   o.exclusive = exclusive;
-  o.initial = at(init);
+  o.initial = initial ? at(init) : nullptr;
   o.final = at(fin);
   const auto factors = parascan::bdt<const M>(at(in), count, 1, T);
   parascan::matrix_chain<Order>(ptest::exec(), factors, parascan::bdt(at(out), count, 1, T), o);
@@ -56,7 +63,7 @@ void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int of
   const auto add = [&](const M& got, const MatD& ref) { worst = std::max(worst, ptest::relative_frobenius(got, ref)); };
   for (index_t s = 0; s < count; ++s) {
     const MatD result = ptest::reference_scan(
-        T, exclusive, reverse, MatD(start[std::size_t(s)].template cast<double>()),
+        T, exclusive, reverse, initial ? MatD(start[std::size_t(s)].template cast<double>()) : MatD(MatD::Identity()),
         [&](const MatD& c, index_t t) -> MatD {
           const MatD x = m[std::size_t(s * T + t)].template cast<double>();
           return Order == chain_order::left_to_right ? MatD(c * x) : MatD(x * c);
@@ -91,4 +98,19 @@ TEST_CASE("matrix_chain: row-major matrices 4 bytes off alignment") {
   check_chains<R16, chain_order::right_to_left>(1, 3000, true, false, 1);
   check_chains<R8, chain_order::left_to_right>(3, 999, false, true, 1);
   check_chains<Eigen::Matrix<float, 16, 16, Eigen::DontAlign>, chain_order::right_to_left>(4, 100, false, false, 1);
+}
+
+TEST_CASE("matrix_chain: many short chains (the GPU walks them in time from 4x4, a line of each product a lane)") {
+  // Enough chains for two warps a multiprocessor on any current GPU: 32 / N chains a warp. 2x2 chains
+  // are scanned (a 16-byte state).
+  using R4 = Eigen::Matrix<float, 4, 4, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<Eigen::Matrix<float, 2, 2>, chain_order::left_to_right>(16500, 37, false, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 2, 2>, chain_order::right_to_left>(16500, 20, true, true, 0, true, true);
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::right_to_left>(8300, 33, false, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::left_to_right>(8300, 33, true, false, 0, true, true);
+  check_chains<R4, chain_order::left_to_right>(8300, 29, true, true, 1, false, true);
+  check_chains<R4, chain_order::right_to_left>(8300, 30, false, false, 1, true, true);
+  check_chains<Eigen::Matrix<double, 4, 4>, chain_order::left_to_right>(8300, 9, false, true, 0, true, true);
+  check_chains<Eigen::Matrix<float, 8, 8>, chain_order::left_to_right>(4200, 12, true, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 16, 16>, chain_order::right_to_left>(2200, 5, false, true, 0, false, true);
 }

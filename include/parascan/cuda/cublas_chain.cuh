@@ -179,8 +179,11 @@ void strided_products(cublasHandle_t handle, index_t N, operand_form a, operand_
 }
 
 constexpr int max_tree_levels = 64;
-/// At most this many chains run each chain's part of a call as one strided call (more: pointer arrays).
-constexpr index_t strided_chains = 16;
+/// Up to this many chains of matrices from strided_size up run each chain's part of a call as one strided
+/// call (a launch a chain); more chains, or smaller matrices (whose products cost less than a cuBLAS call's
+/// host time: at N = 64 a chain of 1000 took 0.13 ms through pointer arrays, 0.27 ms strided, H100), take
+/// one call over pointer arrays.
+constexpr index_t strided_chains = 16, strided_size = 128;
 
 /// One chain's matrix at a fixed place: step `t` of a view, or matrix `s` of a dense array
 /// (`chain_stride` scalars apart), or the identity (no view, no array).
@@ -198,15 +201,16 @@ struct chain_matrix {
   }
 };
 
-/// Copies (or, from nothing, sets to the identity) one N x N matrix a chain; a block a matrix.
+/// Copies (or, from nothing, sets to the identity) one N x N matrix a chain: blockIdx.y a chain, blockIdx.x
+/// a piece of its matrix (a large matrix is copied by many blocks).
 template <class S>
 __global__ void copy_chain_matrices(chain_matrix<const S> from, chain_matrix<S> to, index_t N, index_t first) {
-  const index_t s = first + blockIdx.x;
+  const index_t s = first + blockIdx.y;
   const S* src = from.at(s);
   S* dst = to.at(s);
   const bool dst_rows = to.form.storage == matrix_storage::row_major;
   const bool src_rows = from.form.storage == matrix_storage::row_major;
-  for (index_t k = threadIdx.x; k < N * N; k += blockDim.x) {
+  for (index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x; k < N * N; k += index_t(gridDim.x) * blockDim.x) {
     const index_t major = k / N, minor = k % N;  // consecutive threads write consecutive scalars
     const index_t i = dst_rows ? major : minor, j = dst_rows ? minor : major;
     const S value = src == nullptr ? S(i == j ? 1 : 0) : src_rows ? src[i * from.form.ld + j] : src[i + j * from.form.ld];
@@ -217,9 +221,11 @@ __global__ void copy_chain_matrices(chain_matrix<const S> from, chain_matrix<S> 
 template <class S>
 void copy_matrices(const chain_matrix<const S>& from, const chain_matrix<S>& to, index_t count, index_t N,
                    cudaStream_t stream) {
-  const unsigned threads = unsigned(std::min<index_t>(256, ((N * N + 31) / 32) * 32));
-  for (index_t first = 0; first < count; first += index_t(1) << 30) {
-    copy_chain_matrices<S><<<unsigned(std::min(count - first, index_t(1) << 30)), threads, 0, stream>>>(from, to, N, first);
+  const index_t threads = std::min<index_t>(256, ((N * N + 31) / 32) * 32);
+  const unsigned pieces = unsigned(std::min<index_t>((N * N + threads * 8 - 1) / (threads * 8), 1024));
+  for (index_t first = 0; first < count; first += 65535) {
+    const dim3 grid(pieces, unsigned(std::min<index_t>(count - first, 65535)));
+    copy_chain_matrices<S><<<grid, unsigned(threads), 0, stream>>>(from, to, N, first);
     check_launch("matrix chain (copy)");
   }
 }
@@ -309,7 +315,8 @@ __global__ void build_tree_pointers(chain_tree<S> tree, index_t items, const S**
 }
 
 /// Lays out the tree's levels (lengths, workspace, items) from its level-0 length m[0]; returns the
-/// workspace's size in scalars.
+/// workspace's size in scalars: a prefix keeps every level's pairs (about one matrix a factor), a
+/// reduction two levels' (about three quarters of one a factor).
 template <class S>
 index_t plan_tree(chain_tree<S>& t, bool exclusive_final) {
   index_t work = 0, items = 0;
@@ -318,8 +325,13 @@ index_t plan_tree(chain_tree<S>& t, bool exclusive_final) {
     const int l = t.levels;
     if (l >= max_tree_levels) fail("in.origins.length", "a chain short enough for the tree's levels");
     t.m[l + 1] = t.next_length(l);
-    t.work_at[l] = work;
-    work += t.count * t.m[l + 1] * t.NN;
+    if (t.prefix) {  // the down pass reads every level's pairs again
+      t.work_at[l] = work;
+      work += t.count * t.m[l + 1] * t.NN;
+    } else {  // a reduction's level reads only the level before: two buffers, taken in turn
+      t.work_at[l] = l % 2 == 0 ? 0 : t.count * t.m[1] * t.NN;
+      work = std::max(work, t.work_at[l] + t.count * t.m[l + 1] * t.NN);
+    }
     t.item_at[l] = items;
     items += t.count * (t.pairs(l) + t.evens(l));
     ++t.levels;
@@ -340,7 +352,7 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
   // Few chains: each chain's part of a call steps through memory evenly, so it runs as one strided call
   // (found from its first two items); else, or where the operands step in different directions, the
   // pointer arrays.
-  const bool strided = t.count <= strided_chains;
+  const bool strided = t.count <= strided_chains && N >= strided_size;
   const auto call = [&](index_t first, index_t items, operand_form earlier, operand_form later, operand_form target) {
     if (items <= 0) return;
     const operand_form fa = t.left_to_right ? earlier : later, fb = t.left_to_right ? later : earlier;
@@ -377,7 +389,10 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
     const operand_form x_form = l == 0 ? in_form : work_form;
     const operand_form first = l == 0 ? x_first : t.prefix ? out_form : work_form;
     const index_t begin = t.item_at[l], rest = t.count * (t.pairs(l) - 1);
-    if (!strided && same(first, x_form) && same(first_target, work_form)) {
+    // One call for all pairs where their forms agree and, for strided calls, their places step evenly (a
+    // single chain's reduction past level 0's initial matrix).
+    const bool even = !strided || (t.count == 1 && !t.prefix && (l > 0 || t.lead == 0));
+    if (even && same(first, x_form) && same(first_target, work_form)) {
       call(begin, t.count * t.pairs(l), x_form, x_form, work_form);
     } else {
       call(begin, t.count, first, x_form, first_target);

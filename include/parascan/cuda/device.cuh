@@ -312,11 +312,14 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if constexpr (WRITE) launch_segments<Group, items, stages, min_blocks, pass::rescan>(a, launched, stream);
 }
 
-/// The matrix and affine strategies (matrix.cuh, affine.cuh, included at the end of this file).
+/// The matrix, affine and chain-walk strategies (matrix.cuh, affine.cuh, chain_walk.cuh, included at the end
+/// of this file).
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc, cudaStream_t stream);
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream);
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream);
 
 template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
 void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& longest_in,
@@ -324,6 +327,10 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
   // Affine recurrences over many sequences walk them in time (N^2 a step, not N^3 a combine).
   if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential)
     if (run_affine<Policy, WRITE>(a, shape, stream)) return;
+  // So do matrix chains over many chains (one product a step, a line of it a lane).
+  if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential ||
+                Policy::combine == combine_variant::warp_product)
+    if (run_chain_walk<Policy, WRITE>(a, shape, stream)) return;
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
   if constexpr (Policy::combine == combine_variant::warp_product || Policy::combine == combine_variant::block_product) {
@@ -347,5 +354,6 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 }  // namespace parascan::engine
 
 #include "affine.cuh"
+#include "chain_walk.cuh"
 #include "lookback.cuh"
 #include "matrix.cuh"

@@ -1,0 +1,210 @@
+// Chain walk strategy: cumulative and whole products of N x N matrices (an operator with a matrix_form,
+// N = 4, 8, 16 or 32) walked in time, one product a step, when the batch has enough chains to keep the
+// device streaming (a parallel scan does about two products a step and, for states of 64 or 128 bytes,
+// moves them through shuffles and shared memory: 4x4 prefixes over (4096, 1024) chains at 23% of the copy
+// floor, walked at 53%, H100). 2x2 states (16 bytes) scan faster (73% against 57% walked). A lane an
+// entry instead of a line (16 lanes a 4x4 chain, four times the warps) walked at the same 52%: what limits
+// the walk is not the warps in flight. N lanes a chain, 32 / N chains a warp: each lane keeps
+// one line of the running product P in registers, in the stored (column-major) sense its row when later
+// factors multiply on the right (row i of P M is row i of P times M) and its column when they multiply on
+// the left (column j of M P is M times column j of P). Both read the factor column by column from shared
+// memory (16-byte vectors, the same address for a chain's lanes), where cp.async stages the warp's
+// factors several steps ahead, as the affine strategy (affine.cuh) stages W and b.
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <type_traits>
+
+#include "../matrix_form.hpp"
+#include "affine.cuh"  // is_dense_of
+#include "device.cuh"  // segment_args, multiprocessors, allow_dynamic_shared
+#include "matrix.cuh"  // lane_vector loads, widest_vector
+
+namespace parascan::engine {
+
+/// Whether the chain walk takes this operator, its input and outputs (one N x N matrix each).
+template <class Op, class Pack, class Outs, class = void>
+struct chain_walk_fits : std::false_type {};
+template <class Op, class M, class... O>
+struct chain_walk_fits<Op, input_pack<M>, output_pack<O...>, std::enable_if_t<matrix_form<Op>::available>> {
+  using form = matrix_form<Op>;
+  using S = typename form::scalar;
+  static constexpr int N = form::size;
+  static constexpr bool value = N >= 4 && N <= warp_threads && warp_threads % N == 0 &&
+                                std::is_same<std::remove_const_t<M>, state_t<Op>>::value &&
+                                is_dense_of<std::remove_const_t<M>, S, N, N>::value &&
+                                (sizeof...(O) == 0 || (sizeof...(O) == 1 && (std::is_same<O, state_t<Op>>::value && ...)));
+};
+
+/// A warp's stages: per stage, each chain's factor (N * N scalars, column-major as stored).
+template <class Form>
+struct chain_walk_layout {
+  using S = typename Form::scalar;
+  static constexpr int N = Form::size;
+  static constexpr int V = 16 / int(sizeof(S));   // scalars in 16 bytes
+  static constexpr int VC = widest_vector(N, V);  // scalars a read of a factor's column takes
+  static constexpr int matrix = N * N;
+  static constexpr int lanes = N;                        // lanes a chain
+  static constexpr int per_warp = warp_threads / lanes;  // chains a warp
+  static constexpr int chain_scalars = (matrix + V - 1) / V * V;
+  static constexpr int stage_scalars = per_warp * chain_scalars;
+  static constexpr int stage_bytes = stage_scalars * int(sizeof(S));
+  // About 7 kB of factors in flight a warp, one step a stage (as the affine strategy).
+  static constexpr int ahead = 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
+  static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
+  static constexpr int warp_scalars = stages * stage_scalars;
+};
+
+/// Lane `rank` of a chain's N lanes: entry k of its line of the N x N column-major matrix at p (its row
+/// `rank` when ROWS, else its column `rank`).
+template <bool ROWS, int N, class T>
+__device__ __forceinline__ T& line_entry(T* p, int rank, int k) {
+  return ROWS ? p[rank + k * N] : p[rank * N + k];
+}
+
+/// The whole-chain pass (scan, or a reduction when WRITE is false) of the chain walk.
+template <class Form, bool WRITE, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, Pack, Outs> a) {
+  using X = chain_walk_layout<Form>;
+  using S = typename X::S;
+  constexpr int N = X::N;
+  constexpr bool ROWS = Form::later_on_right;  // P M: rows; M P: columns
+  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  const int r = lane % X::lanes, g = lane / X::lanes;  // line r of chain g of the warp
+  const index_t s = (index_t(blockIdx.x) * (128 / warp_threads) + warp) * X::per_warp + g;
+  const bool active = s < a.count;
+  const index_t n = active ? a.in.head.length_of(s) : 0;
+  index_t longest = n;  // the warp loops to its longest chain (its lanes pass the same barriers)
+  for (int d = 16; d >= 1; d /= 2) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+  if (longest == 0 && !active) return;  // a whole warp past the batch
+
+  const auto in = bind(a.in, active ? s : 0);
+  const index_t first = n > 0 ? time_index(0, n, a.reverse) : 0, dir = a.reverse ? -1 : 1;
+  const S* m_next = reinterpret_cast<const S*>(&in.head[first]);
+  const index_t m_step = dir * in.head.stride * X::matrix;
+  // Factors are N * N scalars, a multiple of 16 bytes: aligned pieces whenever the first one is aligned.
+  const bool pieces = X::matrix % X::V == 0 && reinterpret_cast<std::uintptr_t>(m_next) % 16 == 0;
+  index_t staged = 0;
+  extern __shared__ __align__(16) unsigned char parascan_chain_walk_shared[];
+  S* const stages = reinterpret_cast<S*>(parascan_chain_walk_shared) + warp * X::warp_scalars;
+  const auto slot = [&](int k) { return stages + k * X::stage_scalars + g * X::chain_scalars; };
+  const auto stage = [&](int k) {
+    if (staged++ >= n) return;
+    S* dst = slot(k);
+    if (pieces) {
+      for (int e = r; e < X::matrix / X::V; e += X::lanes)
+        __pipeline_memcpy_async(dst + e * X::V, m_next + e * X::V, 16);
+    } else {
+      for (int e = r; e < X::matrix; e += X::lanes) __pipeline_memcpy_async(dst + e, m_next + e, sizeof(S));
+    }
+    m_next += m_step;
+  };
+  // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane has
+  // left by step p - 1's barrier.
+#pragma unroll
+  for (int k = 0; k < X::stages - 2; ++k) {
+    stage(k);
+    __pipeline_commit();
+  }
+
+  S line[N];
+  const bool from_initial = active && a.initial != nullptr;
+  bool empty = !from_initial;  // no product yet: the first factor is taken as it is (I M would turn inf to NaN)
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    line[k] = from_initial ? line_entry<ROWS, N>(reinterpret_cast<const S*>(&a.initial[s]), r, k) : S(k == r ? 1 : 0);
+  S* out = nullptr;  // this step's output, advanced like the factors
+  index_t out_step = 0;
+  if constexpr (WRITE) {
+    if (active && n > 0) {
+      const auto o = bind_outputs(a.out, s);
+      out = reinterpret_cast<S*>(&o.head[first]);
+      out_step = dir * o.head.stride * X::matrix;
+    }
+  }
+  const auto write = [&](S* p) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) line_entry<ROWS, N>(p, r, k) = line[k];
+  };
+  int current = 0;
+  for (index_t p = 0; p < longest; ++p) {
+    stage(current >= 2 ? current - 2 : current + X::stages - 2);
+    __pipeline_commit();
+    __pipeline_wait_prior(X::stages - 2);
+    __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
+    if (p < n) {
+      if (WRITE && a.exclusive) write(out);
+      const S* m = slot(current);
+      S next[N];
+      if (empty) {
+#pragma unroll
+        for (int k = 0; k < N; ++k) next[k] = line_entry<ROWS, N>(m, r, k);
+      } else if constexpr (ROWS) {  // row r of P M: entry j is row r of P times column j of M
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          S acc = 0;
+#pragma unroll
+          for (int k = 0; k < N; k += X::VC) {
+            const auto c = load_vector<X::VC>(m + j * N + k);
+#pragma unroll
+            for (int q = 0; q < X::VC; ++q) acc = fma(line[k + q], c.v[q], acc);
+          }
+          next[j] = acc;
+        }
+      } else {  // column r of M P: the columns of M weighted by column r of P
+#pragma unroll
+        for (int i = 0; i < N; ++i) next[i] = 0;
+#pragma unroll
+        for (int k = 0; k < N; ++k)
+#pragma unroll
+          for (int i = 0; i < N; i += X::VC) {
+            const auto c = load_vector<X::VC>(m + k * N + i);
+#pragma unroll
+            for (int q = 0; q < X::VC; ++q) next[i + q] = fma(c.v[q], line[k], next[i + q]);
+          }
+      }
+      empty = false;
+#pragma unroll
+      for (int k = 0; k < N; ++k) line[k] = next[k];
+      if (WRITE && !a.exclusive) write(out);
+      if (WRITE) out += out_step;
+    }
+    current = current == X::stages - 1 ? 0 : current + 1;
+  }
+  if (active && a.final != nullptr) write(reinterpret_cast<S*>(&a.final[s]));
+}
+
+/// Runs the chain walk when it applies (a matrix_form operator of N dividing 32 over one input of its
+/// state, no whole final states asked for, at least two warps of chains a multiprocessor); returns
+/// whether it ran.
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream) {
+  if constexpr (!chain_walk_fits<Op, Pack, Outs>::value) {
+    return false;
+  } else {
+    using form = matrix_form<Op>;
+    using X = chain_walk_layout<form>;
+    const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
+    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors())) return false;
+    constexpr auto kernel = chain_walk_kernel<form, WRITE, Op, Pack, Outs>;
+    constexpr int bytes = 4 * X::warp_scalars * int(sizeof(typename form::scalar));
+    static std::atomic<int> cache[64] = {};
+    allow_dynamic_shared(cache, kernel, bytes);
+    const index_t blocks = (warps + 3) / 4;
+    detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+    if (log_plans())
+      std::fprintf(stderr, "parascan: %s %lld chains, longest %lld: chain walk, %d lanes a chain, %d stages\n",
+                   WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
+                   static_cast<long long>(shape.max_length), form::size, X::stages);
+    kernel<<<unsigned(blocks), 128, bytes, stream>>>(a);
+    detail::check_launch("parascan chain_walk_kernel");
+    return true;
+  }
+}
+
+}  // namespace parascan::engine
