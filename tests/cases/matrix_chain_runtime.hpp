@@ -354,3 +354,60 @@ TEST_CASE("runtime-size matrix chains: bad arguments are refused, nothing writte
   for (float x : out.host) REQUIRE(std::isnan(x));
   for (float x : res.host) REQUIRE(std::isnan(x));
 }
+
+TEST_CASE("runtime-size matrix chains: one factor, exclusive, no initial matrix: the final is the factor itself") {
+  // No product with the identity: an infinite entry stays infinite (0 * inf would give NaN).
+  const index_t N = 3;
+  const float inf = std::numeric_limits<float>::infinity();
+  ptest::buffer<float> in(std::size_t(N * N)), out(std::size_t(N * N)), fin(std::size_t(N * N));
+  for (index_t k = 0; k < N * N; ++k) in.host[std::size_t(k)] = float(k + 1);
+  in.host[4] = inf;
+  in.upload();
+  parascan::matrix_options<float> o;
+  o.exclusive = true;
+  o.final = fin.data();
+  parascan::matrix_chain(ptest::exec(), parascan::dense_chains<const float>(in.data(), 1, 1, N),
+                         parascan::dense_chains(out.data(), 1, 1, N), o);
+  out.download();
+  fin.download();
+  for (index_t k = 0; k < N * N; ++k) {
+    CHECK(fin.host[std::size_t(k)] == in.host[std::size_t(k)]);
+    CHECK(out.host[std::size_t(k)] == (k % (N + 1) == 0 ? 1.0f : 0.0f));
+  }
+}
+
+TEST_CASE("runtime-size matrix chains: input and output in the two column halves of one tensor") {
+  // x: (2, 3, N, 2N) row-major; in = x[..., :N], out = x[..., N:]: interleaved, no shared byte.
+  const index_t B = 2, T = 3, N = 4, ld = 2 * N;
+  ptest::buffer<float> x(std::size_t(B * T * N * ld));
+  ptest::fast_random g;
+  std::vector<dmat> m;
+  for (index_t s = 0; s < B; ++s)
+    for (index_t t = 0; t < T; ++t) {
+      m.push_back(random_factor(g, N, 1.0).cast<float>().cast<double>());
+      for (index_t i = 0; i < N; ++i)
+        for (index_t j = 0; j < N; ++j) x.host[std::size_t(((s * T + t) * N + i) * ld + j)] = float(m.back()(i, j));
+    }
+  x.upload();
+  const auto origins = parascan::strided(x.data(), B, 1, T * N * ld, 0, T, N * ld);
+  auto shifted_origins = origins;
+  shifted_origins.data = x.data() + N;
+  parascan::matrix_chain(ptest::exec(),
+                         parascan::matrices_at<const float>(origins, N, ld, matrix_storage::row_major),
+                         parascan::matrices_at(shifted_origins, N, ld, matrix_storage::row_major));
+  x.download();
+  for (index_t s = 0; s < B; ++s) {
+    dmat p = dmat::Identity(N, N);
+    for (index_t t = 0; t < T; ++t) {
+      p = p * m[std::size_t(s * T + t)];
+      dmat got(N, N), factor(N, N);
+      for (index_t i = 0; i < N; ++i)
+        for (index_t j = 0; j < N; ++j) {
+          got(i, j) = x.host[std::size_t(((s * T + t) * N + i) * ld + N + j)];
+          factor(i, j) = x.host[std::size_t(((s * T + t) * N + i) * ld + j)];
+        }
+      CHECK(ptest::relative_frobenius(got, p) <= 1e-5);
+      CHECK(ptest::relative_frobenius(factor, m[std::size_t(s * T + t)]) == 0);  // the input untouched
+    }
+  }
+}

@@ -463,7 +463,9 @@ void cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
   t.out_shift = exclusive ? 1 - t.lead : -t.lead;
   t.m[0] = exclusive ? n - 1 + t.lead : n + t.lead;
   if (t.m[0] < 0) t.m[0] = 0;
-  const bool final_product = prefix && exclusive && n >= 1 && opts.final != nullptr;
+  // An exclusive scan's final matrix is its last output times its last factor; with one factor and no
+  // initial matrix, that factor itself (no I M: an infinite entry would give NaN).
+  const bool final_product = prefix && exclusive && opts.final != nullptr && (n >= 2 || (n == 1 && t.lead));
   const index_t work = plan_tree(t, final_product);
 
   cublas_lease handle(stream);
@@ -519,7 +521,8 @@ void cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
   to.form = dense_form;
   if (target == nullptr || final_product) return;
   if (t.m[0] == 0 || (prefix && n == 0)) {  // nothing to multiply: the initial matrix, or the identity
-    if (opts.initial == nullptr) copy_matrices<S>(chain_matrix<const S>{}, to, count, N, stream);
+    if (prefix && n == 1) copy_matrices<S>(factor_at(0), to, count, N, stream);  // exclusive, no initial
+    else if (opts.initial == nullptr) copy_matrices<S>(chain_matrix<const S>{}, to, count, N, stream);
     else if (opts.initial != target) copy_matrices<S>(dense(opts.initial), to, count, N, stream);
   } else if (prefix) {
     chain_matrix<const S> last;

@@ -14,8 +14,10 @@
 //                          parascan::dense_chains(p, 8, 1000, 256));
 #pragma once
 
+#include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <parascan/host_matrix_chain.hpp>
 #include <parascan/matrix_sequences.hpp>
@@ -90,16 +92,20 @@ void check_matrix_view(const matrix_sequences<S>& v, const std::string& name) {
   if (!fits) fail(name + ".ld", "strides, extents and N whose farthest byte offset fits 64 bits");
 }
 
-/// Whether two views of matrices share a byte (decided exactly; searches too long count as shared).
+/// Whether two views of matrices share a byte: no, yes, or unknown when the exact search runs past its
+/// budget (long chains of matrices interleaved with the other view's, say).
 template <class S, class U>
-bool matrices_apart(const matrix_sequences<S>& a, const matrix_sequences<U>& b) {
-  return !span_of(a).overlaps(span_of(b)) || shares_bytes(address_set_of(a), address_set_of(b)) == overlap::no;
+overlap matrices_overlap(const matrix_sequences<S>& a, const matrix_sequences<U>& b) {
+  if (!span_of(a).overlaps(span_of(b))) return overlap::no;
+  return shares_bytes(address_set_of(a), address_set_of(b));
 }
 
 /// One dense N x N matrix a chain (initial, final, result): count * N * N scalars.
 template <class S>
 byte_span per_chain_span(const S* p, index_t count, index_t N) {
-  return span_of(p, count * N * N);
+  const index_t scalars = product_within(count, N * N, std::numeric_limits<index_t>::max() / index_t(sizeof(S)));
+  if (scalars < 0) fail("in", "fewer chains: one N x N matrix a chain must fit 64-bit byte offsets");
+  return span_of(p, scalars);
 }
 
 template <class S>
@@ -124,7 +130,11 @@ void check_runtime_chain(const matrix_sequences<const S>& in, const matrix_seque
   matrix_axes(out, axes);
   if (out.count() > 0 && out.length() > 0 && !strides_keep_apart(axes, 5))
     fail("out", "strides, ld and N that never place two entries at one address (an output cannot broadcast)");
-  if (!matrices_apart(in, out)) fail("out", "no overlap with in (runtime-size chains do not run in place)");
+  const overlap shared = matrices_overlap(in, out);
+  if (shared == overlap::yes) fail("out", "no overlap with in (runtime-size chains do not run in place)");
+  if (shared == overlap::unknown)
+    fail("out", "views whose separation from in can be decided (the search over their interleaved addresses ran "
+                "past its budget): pass separate buffers");
   check_math(opts);
   const index_t count = out.count(), N = out.size;
   const byte_span initial = per_chain_span(opts.initial, count, N), final = per_chain_span(opts.final, count, N);
