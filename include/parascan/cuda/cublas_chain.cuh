@@ -1,6 +1,7 @@
 // The CUDA backend of runtime-size matrix chains (ops/runtime_matrix_chain.hpp): cuBLAS batched GEMMs over
-// the levels of a tree, every product of a level in one call (pointer arrays, so that any placement of
-// the matrices works), on the caller's stream.
+// the levels of a tree, on the caller's stream: for up to 16 chains of matrices from 128 x 128, each
+// chain's part of a call as one strided-batched GEMM (the kernels cuBLAS has for Hopper need even
+// strides); else every product of a call through pointer arrays (any placement of the matrices).
 //
 // Prefix (work-efficient, about 2n products a chain of n; torch_parallel_scan's doubling does n log2 n):
 // level 0 lists the chain's factors X_0 (the initial matrix first when there is one) and where each
@@ -9,12 +10,14 @@
 // X_l[2j+1], so O_{l+1}[j] = O_l[2j+1] = O_0[(j + 1) 2^(l+1) - 1]. Y[0] is its own prefix and goes straight
 // to O_{l+1}[0]. Coming down, once level l + 1's prefixes are written, level l fills its even positions:
 // O_l[2j] = O_l[2j-1] X_l[2j]. Workspace: about one matrix a factor (the pairs of every level).
-// Reduce: the same pairs going up (a leftover of an odd level copied along), the last pair into `result`.
+// Reduce: the same pairs going up (a leftover of an odd level copied along), the last pair into `result`;
+// two levels' pairs in two buffers, about three quarters of a matrix a factor.
 //
 // Each level runs as two or three batched calls, since a batched call takes one leading dimension per
 // operand: the first pair of every chain (which reads the initial matrix or writes an output), the other
 // pairs (factors in, workspace out), and the even positions (outputs and factors in, outputs out). All
-// pointer arrays are built by one kernel before the first call.
+// pointer arrays are built by one kernel before the first call (the strided calls take their first two
+// items' places, computed on the host by the same code).
 #pragma once
 
 #include <cublas_v2.h>
