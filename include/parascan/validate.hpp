@@ -61,6 +61,19 @@ inline std::string input_name(int k) { return "inputs[" + std::to_string(k) + "]
 /// a * b for non-negative a and b, or -1 when it exceeds `limit`.
 inline index_t product_within(index_t a, index_t b, index_t limit) { return a != 0 && b > limit / a ? -1 : a * b; }
 
+/// Whether the farthest element offset of axes of (stride, extent), the sum of stride * (extent - 1), stays
+/// within `limit`.
+inline bool reach_fits(const std::pair<index_t, index_t>* axes, int n, index_t limit) {
+  index_t reach = 0;
+  for (int i = 0; i < n; ++i) {
+    if (axes[i].second <= 1) continue;
+    const index_t term = product_within(axes[i].second - 1, axes[i].first, limit);
+    if (term < 0 || reach > limit - term) return false;
+    reach += term;
+  }
+  return true;
+}
+
 /// Checks a view on its own: extents, strides, pointer and (packed) offsets. `offsets` read on the host.
 template <class T>
 void check_view(const sequences<T>& v, const std::string& name) {
@@ -84,17 +97,10 @@ void check_view(const sequences<T>& v, const std::string& name) {
   } else {
     if (v.length < 0) fail(name + ".length", "a non-negative length, got " + std::to_string(v.length));
   }
-  const index_t axes[3][2] = {{v.packed() ? 1 : v.extent[0], v.stride[0]},
-                              {v.extent[1], v.stride[1]},
-                              {v.packed() ? v.offsets[v.extent[0]] : v.length, v.time_stride}};
-  index_t reach = 0;  // the farthest element offset
-  bool fits = true;
-  for (const auto& axis : axes) {
-    if (axis[0] <= 1) continue;
-    const index_t term = product_within(axis[0] - 1, axis[1], limit);
-    fits = fits && term >= 0 && reach <= limit - term;
-    if (fits) reach += term;
-  }
+  const std::pair<index_t, index_t> axes[3] = {{v.stride[0], v.packed() ? 1 : v.extent[0]},
+                                               {v.stride[1], v.extent[1]},
+                                               {v.time_stride, v.packed() ? v.offsets[v.extent[0]] : v.length}};
+  const bool fits = reach_fits(axes, 3, limit);
   if (!fits) fail(name + ".stride", "strides and extents whose farthest byte offset fits 64 bits");
   const bool has_elements = v.count() > 0 && time_extent(v) > 0;
   if (v.data == nullptr && has_elements) fail(name + ".data", "a non-null pointer for a non-empty view");

@@ -40,6 +40,12 @@ struct affine_fits<Op, input_pack<MW, VB>, output_pack<O...>> {
                                 (sizeof...(O) == 0 || (sizeof...(O) == 1 && (is_dense_of<O, S, N, 1>::value && ...)));
 };
 
+/// Steps a walk stages ahead, one step a stage: about 7 kB of inputs in flight a warp, 2 to 11 steps
+/// (shared by the affine walk and the chain walk, chain_walk.cuh).
+constexpr int walk_ahead(int stage_bytes) {
+  return 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
+}
+
 /// The shared-memory layout of a warp's stages: per stage and sequence, W's lines (its columns, or its
 /// rows when W is row-major: those padded apart so that lanes reading their own rows hit different banks)
 /// and then b.
@@ -58,7 +64,7 @@ struct affine_layout {
   // About 7 kB in flight a warp, one step a stage (H100, (16384 / N, 1024): N = 4 / 8 took 0.37 / 0.40 ms
   // so, 0.49 / 0.44 ms with 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, and
   // 0.37-0.39 / 0.41-0.42 ms with 14 or 21 kB in flight: not what limits them).
-  static constexpr int ahead = 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
+  static constexpr int ahead = walk_ahead(stage_bytes);
   static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
   static constexpr int warp_scalars = stages * stage_scalars;
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
@@ -165,6 +171,18 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
 }
 
+/// Launches a walk's kernel (the affine walk, the chain walk): 128-thread blocks over `warps` warps,
+/// `bytes` of dynamic shared memory a block.
+template <auto Kernel, class Args>
+void launch_walk(int bytes, index_t warps, const Args& a, cudaStream_t stream, const char* name) {
+  static std::atomic<int> cache[64] = {};  // per kernel (one instantiation each)
+  allow_dynamic_shared(cache, Kernel, bytes);
+  const index_t blocks = (warps + 3) / 4;
+  detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+  Kernel<<<unsigned(blocks), 128, bytes, stream>>>(a);
+  detail::check_launch(name);
+}
+
 /// Runs the affine strategy when it applies (an affine_form operator over W and b, no whole final maps
 /// asked for, at least two warps of sequences a multiprocessor); returns whether it ran.
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
@@ -179,19 +197,13 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
     using X = affine_layout<form, w_rows>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
     if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors())) return false;
-    constexpr auto kernel = affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>;
-    constexpr int bytes = 4 * X::warp_scalars * int(sizeof(typename form::scalar));
-    static std::atomic<int> cache[64] = {};
-    allow_dynamic_shared(cache, kernel, bytes);
-    const index_t blocks = (warps + 3) / 4;
-    detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+    launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
+        4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
     if (log_plans())
       std::fprintf(stderr,
                    "parascan: %s %lld sequences, longest %lld: affine in time, %d lanes a sequence, %d stages\n",
                    WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
                    static_cast<long long>(shape.max_length), form::size, X::stages);
-    kernel<<<unsigned(blocks), 128, bytes, stream>>>(a);
-    detail::check_launch("parascan affine_kernel");
     return true;
   }
 }

@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "../matrix_form.hpp"
-#include "affine.cuh"  // is_dense_of
+#include "affine.cuh"  // is_dense_of, walk_ahead, launch_walk
 #include "device.cuh"  // segment_args, multiprocessors, allow_dynamic_shared
 #include "matrix.cuh"  // lane_vector loads, widest_vector
 
@@ -54,8 +54,7 @@ struct chain_walk_layout {
   static constexpr int chain_scalars = (matrix + V - 1) / V * V;
   static constexpr int stage_scalars = per_warp * chain_scalars;
   static constexpr int stage_bytes = stage_scalars * int(sizeof(S));
-  // About 7 kB of factors in flight a warp, one step a stage (as the affine strategy).
-  static constexpr int ahead = 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
+  static constexpr int ahead = walk_ahead(stage_bytes);  // about 7 kB of factors in flight a warp
   static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
   static constexpr int warp_scalars = stages * stage_scalars;
 };
@@ -191,18 +190,12 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
     using X = chain_walk_layout<form>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
     if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors())) return false;
-    constexpr auto kernel = chain_walk_kernel<form, WRITE, Op, Pack, Outs>;
-    constexpr int bytes = 4 * X::warp_scalars * int(sizeof(typename form::scalar));
-    static std::atomic<int> cache[64] = {};
-    allow_dynamic_shared(cache, kernel, bytes);
-    const index_t blocks = (warps + 3) / 4;
-    detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
+    launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
+        4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
     if (log_plans())
       std::fprintf(stderr, "parascan: %s %lld chains, longest %lld: chain walk, %d lanes a chain, %d stages\n",
                    WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
                    static_cast<long long>(shape.max_length), form::size, X::stages);
-    kernel<<<unsigned(blocks), 128, bytes, stream>>>(a);
-    detail::check_launch("parascan chain_walk_kernel");
     return true;
   }
 }

@@ -80,15 +80,7 @@ void check_matrix_view(const matrix_sequences<S>& v, const std::string& name) {
     fail(name + ".ld", "a leading dimension >= N = " + std::to_string(v.size) + ", got " + std::to_string(v.ld));
   std::pair<index_t, index_t> axes[5];
   matrix_axes(v, axes);
-  const index_t limit = std::numeric_limits<index_t>::max() / index_t(sizeof(S));
-  index_t reach = 0;
-  bool fits = true;
-  for (const auto& a : axes) {
-    if (a.second <= 1) continue;
-    const index_t term = product_within(a.second - 1, a.first, limit);
-    fits = fits && term >= 0 && reach <= limit - term;
-    if (fits) reach += term;
-  }
+  const bool fits = reach_fits(axes, 5, std::numeric_limits<index_t>::max() / index_t(sizeof(S)));
   if (!fits) fail(name + ".ld", "strides, extents and N whose farthest byte offset fits 64 bits");
 }
 
