@@ -109,20 +109,36 @@ bool context_alive() {
   return ok;
 }
 
+/// Device memory from the default stream-ordered pool, which main() tells to keep what is freed, as
+/// PyTorch's caching allocator keeps it for the peers. Returning gigabytes to the driver (cudaFree) sets
+/// it to work in the background, and the case timed next ran slower for tens of milliseconds: on an H100
+/// (2026-11-22, .scratch probe of this bench's sequence), the fp32 recurrence at T = 1000 measured 70%
+/// of copy right after the copy floor's 4 GiB were freed, and 80% with them kept or after a 100 ms pause;
+/// T = 1000 and 5000, which follow the 65536 case, had read 70 / 80% in every run before.
 template <class T>
 struct device_array {
   T* p = nullptr;
   std::size_t n = 0;
   explicit device_array(std::size_t count) : n(count) {
     const std::size_t bytes = std::max<std::size_t>(1, n) * sizeof(T);
-    const cudaError_t e = cudaMalloc(&p, bytes);
+    cudaError_t e = cudaMallocAsync(&p, bytes, 0);
+    if (e == cudaErrorMemoryAllocation) {  // what the pool keeps may be in the way: give it back, retry
+      (void)cudaGetLastError();
+      cudaMemPool_t pool;
+      int device = 0;
+      check(cudaGetDevice(&device), "cudaGetDevice");
+      check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+      check(cudaDeviceSynchronize(), "before trimming the pool");
+      check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+      e = cudaMallocAsync(&p, bytes, 0);
+    }
     if (e == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       throw out_of_memory("out of device memory allocating " + std::to_string(bytes >> 20) + " MiB");
     }
-    check(e, "cudaMalloc");
+    check(e, "cudaMallocAsync");
   }
-  ~device_array() { cudaFree(p); }
+  ~device_array() { cudaFreeAsync(p, 0); }
   device_array(const device_array&) = delete;
   device_array& operator=(const device_array&) = delete;
   std::size_t bytes() const { return n * sizeof(T); }
@@ -1497,10 +1513,11 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // parascan's temporary storage comes from the default stream-ordered pool, which by default returns
-  // memory to the device at every synchronisation, so a call with gigabytes of workspace (runtime-size
-  // chains at N = 1024) maps it again every time (H100: 6 ms a call). Keep it, as a framework's caching
-  // allocator (PyTorch's, in the peers' runs) keeps its memory.
+  // parascan's temporary storage and the bench's arrays (device_array) come from the default
+  // stream-ordered pool, which by default returns memory to the device at every synchronisation, so a
+  // call with gigabytes of workspace (runtime-size chains at N = 1024) maps it again every time (H100:
+  // 6 ms a call), and a case's freed arrays slow the next case down (device_array). Keep it, as a
+  // framework's caching allocator (PyTorch's, in the peers' runs) keeps its memory.
   {
     cudaMemPool_t pool;
     int device = 0;
