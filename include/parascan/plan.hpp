@@ -169,6 +169,19 @@ constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, const ba
          shape.max_length >= 4 * lookback_tile && 2 * shape.total() >= shape.count * shape.max_length;
 }
 
+/// Whether whole sequences whose longest has `length` steps run under a long_sequences policy's long
+/// tiles (`long_tile` steps a warp, against `base_tile`): from one tile short of `long_from` steps on,
+/// unless rounding up to long tiles pads more than a sixteenth of the length beyond what the base tiles
+/// pad (a ragged last tile costs more than longer tiles gain). Measured on an H100 (fp32 linear
+/// recurrence over (8, 1536, T), 128- against 256-step tiles, % of cudaMemcpy, 2026-11-22): T = 640 /
+/// 896 / 1152 (a half tile over) 80 / 85 / 86 against 68 / 84 / 86; T = 768 / 1000 / 1280 / 1536 / 2200
+/// 83 / 81 / 87 / 89 / 89 against 84 / 83.6 / 89 / 90.5 / 90.
+constexpr bool runs_long_tiles(index_t length, index_t long_from, index_t base_tile, index_t long_tile) {
+  if (length < long_from - long_tile) return false;
+  const auto padded = [&](index_t tile) { return (length + tile - 1) / tile * tile; };
+  return 16 * (padded(long_tile) - padded(base_tile)) <= length;
+}
+
 /// Whether PARASCAN_LOG=1 asks for every plan on stderr (read once).
 inline bool log_plans() {
   static const bool on = [] {

@@ -61,9 +61,9 @@ struct cuda_policy {
   static constexpr int stages = Stages;
 };
 
-/// A policy whose whole sequences of at least FromTiles tiles of `Long` (32 * Long::items steps a warp)
-/// run under `Long` (items, resident blocks, stages; same block size and combine), the rest under
-/// `Base`. Longer tiles move more contiguous bytes a warp at a time, which long sequences reward, but pad
+/// A policy whose whole sequences of about FromTiles tiles of `Long` (32 * Long::items steps a warp) and
+/// more run under `Long` (items, resident blocks, stages; same block size and combine), the rest under
+/// `Base` (the exact rule, one tile short where the long tiles pad no more: plan.hpp's runs_long_tiles). Longer tiles move more contiguous bytes a warp at a time, which long sequences reward, but pad
 /// short ones. Measured side by side in one process (H100, (8, 1536, T), % of cudaMemcpy; a probe timing
 /// explicit policies, 2026-11-22): fp32 linear recurrence, 4 -> 8 items at 4 blocks, T = 1024 / 2048 /
 /// 4096 / 65536: 84.7 / 89.6 / 91.6 / 94.7 -> 85.9 / 91.7 / 93.7 / 95.8 (reverse the same; T = 256: 61 ->
@@ -111,12 +111,15 @@ struct widened {
   using type = plain_with_items_at_least<Policy, Items>;
 };
 /// A long_sequences policy widens both parts, the long one in proportion (its items times Items over the
-/// base's), so that its tiles stay as many bytes long.
+/// base's), so that its tiles stay as many bytes long; the long tiles start after `scale` times as many
+/// of them: a widened long tile holds three resident blocks, not four, and needs more tiles to pay off
+/// (H100, bf16 storage, 256- against 512-step tiles, % of cudaMemcpy, 2026-11-22: T = 1536 / 1792 /
+/// 2048: 81 / 83 / 84 against 67 / 56 / 79; T = 4096: 88 against 91).
 template <class Policy, int Items>
 struct widened<Policy, Items, true> {
   using Long = typename Policy::long_policy;
   static constexpr int scale = Items > Policy::items ? (Items + Policy::items - 1) / Policy::items : 1;
-  static constexpr int from_tiles = int(Policy::long_from / (32 * Long::items));
+  static constexpr int from_tiles = int(Policy::long_from / (32 * Long::items)) * scale;
   using type = long_sequences<plain_with_items_at_least<Policy, Items>, from_tiles,
                               plain_with_items_at_least<Long, Long::items * scale>>;
 };
@@ -168,8 +171,8 @@ struct default_policy<Op, arch::host> {
 // (82.7% against 94.8% at 65536), and a warp scanning several short sequences through one pipeline (the
 // second iterator spills at 64 registers: 22.5 / 84.6% at T = 128 / 65536 against 28 / 95%).
 // Long sequences (long_sequences above, H100, 2026-11-22): scalar and pair states switch to 8 items a
-// thread at 4 blocks from 4 such tiles (1024 fp32 steps; the bf16 widening makes it 16 items at 3 blocks
-// from 2048 steps). The same probe found the warp per sequence insensitive to occupancy and depth (2 to
+// thread at 4 blocks from about 4 such tiles (768 to 1024 fp32 steps, runs_long_tiles; the bf16
+// widening makes it 16 items at 3 blocks from about 4096 steps). The same probe found the warp per sequence insensitive to occupancy and depth (2 to
 // 8 blocks, 4 to 11 stages within half a point at T = 1024 / 4096 / 65536), and persistent warps (a grid
 // the size of the device, each warp scanning sequences w, w + W, ... with its pipeline running on into
 // the next sequence) 3-5 points slower from T = 256 (static assignment: no block scheduler to even out

@@ -162,6 +162,29 @@ TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles"
   CHECK(plan_scan(warp_product, group_kind::warp_product, batch_shape{1, 32, false}, h200_sms, 3).splits == 1);
 }
 
+TEST_CASE("plan: long tiles from one tile short of the threshold, unless their ragged tail pads more") {
+  using parascan::runs_long_tiles;
+  // fp32 pairs: 128-step base tiles, 256-step long tiles from 4 of them (1024 steps).
+  CHECK(!runs_long_tiles(512, 1024, 128, 256));
+  CHECK(!runs_long_tiles(767, 1024, 128, 256));   // under three long tiles
+  CHECK(runs_long_tiles(768, 1024, 128, 256));    // three whole long tiles
+  CHECK(!runs_long_tiles(896, 1024, 128, 256));   // a half long tile of padding (1/7 of the length)
+  CHECK(runs_long_tiles(1000, 1024, 128, 256));   // both round up to 1024
+  CHECK(runs_long_tiles(1024, 1024, 128, 256));
+  CHECK(!runs_long_tiles(1152, 1024, 128, 256));  // 128 more padded steps: over 1/16 of 1152
+  CHECK(runs_long_tiles(2200, 1024, 128, 256));   // 64 more: under 1/16
+  CHECK(runs_long_tiles(50000, 1024, 128, 256));
+  // bf16 widened: 256- and 512-step tiles from 8 long tiles (4096 steps).
+  using warp_pairs = parascan::long_sequences<parascan::cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
+                                              parascan::cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
+  static_assert(warp_pairs::long_from == 1024);
+  static_assert(parascan::with_items_at_least<warp_pairs, 8>::long_from == 4096);
+  static_assert(parascan::with_items_at_least<warp_pairs, 8>::long_policy::items == 16);
+  CHECK(!runs_long_tiles(2048, 4096, 256, 512));
+  CHECK(runs_long_tiles(3584, 4096, 256, 512));
+  CHECK(runs_long_tiles(4096, 4096, 256, 512));
+}
+
 TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {
   const auto plan = plan_scan(pair_warp, group_kind::warp, batch_shape{1, 1 << 20, false}, h200_sms, 8);
   const std::string text = plan.describe();
