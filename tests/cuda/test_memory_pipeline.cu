@@ -85,20 +85,22 @@ TEST_CASE("pipeline: many short sequences (more warps than the device runs at on
 }
 
 TEST_CASE("pipeline: whole long sequences under the default policy's long tiles (policy.hpp's long_sequences)") {
-  // 4800 sequences fill the device, so none is split: from 4 long tiles (1024 fp32 steps, 2048 bf16) the
-  // warps run 8 (fp32) or 16 (bf16) items a thread; just past a tile, a ragged tail.
-  check_pipeline<parascan::use_default_policy, float, float>(32, 150, {1023, 1024, 1029});
-  check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(32, 150, {2048, 2053});
+  // 4800 sequences fill the device, so none is split. From about 4 long tiles (plan.hpp's runs_long_tiles:
+  // fp32 from 768 steps, bf16 from 3584) the warps run 8 (fp32) or 16 (bf16) items a thread: 768, 1000,
+  // 1024 and 2200 fp32 steps (1000 and 2200 with ragged tails) and 3584 and 4101 bf16 steps run the long
+  // tiles; 767 and 1029 fp32 steps (a long tail would pad too much) and 2048 bf16 steps the base tiles.
+  check_pipeline<parascan::use_default_policy, float, float>(32, 150, {767, 768, 1000, 1024, 1029, 2200});
+  check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(32, 150, {2048, 3584, 4101});
 }
 
 TEST_CASE("pipeline: the fused backward under a long_sequences policy (bf16 storage, 16 items a thread)") {
   // (The default runs 8 items at every length; a user's long_sequences policy still applies.) This policy
-  // starts the long tiles at one tile, so that 4800 sequences of 600 and 1029 steps run the long kernel
-  // (and, reversed, its mirror image).
+  // starts the long tiles at one tile, so that 4800 sequences of 1000 and 3000 steps (ragged tails that pad
+  // no more than the base tiles' would) run the long kernel (and, reversed, its mirror image).
   using long_policy = parascan::long_sequences<parascan::cuda_policy<128, 8, combine_variant::warp, 4, 3>, 1,
                                                parascan::cuda_policy<128, 16, combine_variant::warp, 3, 2>>;
   const index_t B = 32, D = 150;
-  for (index_t T : {600, 1029})
+  for (index_t T : {1000, 3000})
     for (bool reverse : {false, true}) {
       INFO("T=" << T << " reverse=" << reverse);
       const index_t n = B * D * T;
