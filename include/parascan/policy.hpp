@@ -63,14 +63,15 @@ struct cuda_policy {
 
 /// A policy whose whole sequences of about FromTiles tiles of `Long` (32 * Long::items steps a warp) and
 /// more run under `Long` (items, resident blocks, stages; same block size and combine), the rest under
-/// `Base` (the exact rule, one tile short where the long tiles pad no more: plan.hpp's runs_long_tiles). Longer tiles move more contiguous bytes a warp at a time, which long sequences reward, but pad
-/// short ones. Measured side by side in one process (H100, (8, 1536, T), % of cudaMemcpy; a probe timing
-/// explicit policies, 2026-11-22): fp32 linear recurrence, 4 -> 8 items at 4 blocks, T = 1024 / 2048 /
-/// 4096 / 65536: 84.7 / 89.6 / 91.6 / 94.7 -> 85.9 / 91.7 / 93.7 / 95.8 (reverse the same; T = 256: 61 ->
-/// 50, so not there); bf16 storage, 8 -> 16 items at 3 blocks, T = 4096 / 65536: 88.3 / 84.5 -> 90.6 /
-/// 94.8 (T = 1024: 74 -> 59); fp32 cumsum 4 -> 8 items: +1 to 2 points from T = 1024. Only warp groups
-/// use it (the engine's default for small states); split sequences, which give every warp a segment,
-/// keep `Base`.
+/// `Base` (the exact rule, from one tile short where the long tiles pad no more: plan.hpp's
+/// runs_long_tiles). Longer tiles move more contiguous bytes a warp at a time, which long sequences
+/// reward, but pad short ones. Measured side by side in one process (H100, (8, 1536, T), % of
+/// cudaMemcpy; a probe timing explicit policies, 2026-11-22): fp32 linear recurrence, 4 -> 8 items at 4
+/// blocks, T = 1024 / 2048 / 4096 / 65536: 84.7 / 89.6 / 91.6 / 94.7 -> 85.9 / 91.7 / 93.7 / 95.8
+/// (reverse the same; T = 256: 61 -> 50, so not there); bf16 storage, 8 -> 16 items at 3 blocks, T =
+/// 4096 / 65536: 88.3 / 84.5 -> 90.6 / 94.8 (T = 1024: 74 -> 59); fp32 cumsum 4 -> 8 items: +1 to 2
+/// points from T = 1024. Only warp groups use it (the engine's default for small states); split
+/// sequences, which give every warp a segment, keep `Base`.
 template <class Base, int FromTiles, class Long>
 struct long_sequences : Base {
   static_assert(Long::threads == Base::threads && Long::combine == Base::combine,
@@ -172,8 +173,9 @@ struct default_policy<Op, arch::host> {
 // second iterator spills at 64 registers: 22.5 / 84.6% at T = 128 / 65536 against 28 / 95%).
 // Long sequences (long_sequences above, H100, 2026-11-22): scalar and pair states switch to 8 items a
 // thread at 4 blocks from about 4 such tiles (768 to 1024 fp32 steps, runs_long_tiles; the bf16
-// widening makes it 16 items at 3 blocks from about 4096 steps). The same probe found the warp per sequence insensitive to occupancy and depth (2 to
-// 8 blocks, 4 to 11 stages within half a point at T = 1024 / 4096 / 65536), and persistent warps (a grid
+// widening makes it 16 items at 3 blocks from about 4096 steps). The same probe found the warp per
+// sequence insensitive to occupancy and depth (2 to 8 blocks, 4 to 11 stages within half a point at
+// T = 1024 / 4096 / 65536), and persistent warps (a grid
 // the size of the device, each warp scanning sequences w, w + W, ... with its pipeline running on into
 // the next sequence) 3-5 points slower from T = 256 (static assignment: no block scheduler to even out
 // the warps), 2 points faster at T = 128 only; not kept.
