@@ -79,6 +79,13 @@ template <class Op>
 __device__ state_t<Op> look_back(const Op& op, const tile_status<state_t<Op>>& st, index_t first, index_t t) {
   using S = state_t<Op>;
   const int lane = int(threadIdx.x) % warp_threads;
+  // Tile t - 1's inclusive prefix, where it is out, is what the fold below would give from it: one load
+  // instead of a window's 64 (+3 points of copy, H100, one fp32 recurrence / cumsum of 2^28 steps).
+  {
+    S before;
+    const bool has = lane == 0 && read_published(st.inclusive + t - 1, before);
+    if (__shfl_sync(full_mask, has, 0)) return shuffle_from(before, 0);
+  }
   // Poll tiles [end - 32, end) until each has its inclusive prefix or aggregate out; stop at the window
   // holding the nearest inclusive prefix (tile `first` always publishes one).
   index_t end = t;
