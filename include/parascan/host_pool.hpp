@@ -2,8 +2,9 @@
 // reused by every call (creating threads on every call cost ~50 us, which a stream of small scans pays
 // each time). A call queues its workers as tasks, runs worker 0 itself and, while it waits, runs queued
 // tasks too (its own or other callers'), so calls from several user threads at once never wait on each
-// other, and a pool that could not start a thread still finishes every task. A call made from inside a
-// pool thread (an operator that scans) runs its workers inline: no oversubscription, no deadlock.
+// other. A call made from inside a pool thread (an operator that scans) runs its workers inline: no
+// oversubscription, no deadlock. A call whose threads the system will not start (resource limits) throws
+// parascan::error before any worker runs, so nothing is written; the threads already started stay.
 #pragma once
 
 #include <condition_variable>
@@ -12,9 +13,12 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "error.hpp"
 
 namespace parascan::detail {
 
@@ -90,14 +94,16 @@ class worker_pool {
   }
   static bool inside_pool() { return pool_thread_flag(); }
 
-  /// At least `count` threads, as far as the system lets us create them.
+  /// At least `count` threads; parascan::error where the system refuses one.
   void grow(unsigned count) {
     std::lock_guard<std::mutex> lock(mutex_);
     while (threads_.size() < count) {
       try {
         threads_.emplace_back([this] { serve(); });
-      } catch (const std::system_error&) {
-        return;  // callers run the tasks no thread takes
+      } catch (const std::system_error& e) {
+        fail("host.threads", std::to_string(count + 1) + " worker threads (the caller and " + std::to_string(count) +
+                                 " pool threads), but the system would start only " +
+                                 std::to_string(threads_.size()) + " pool threads (" + e.what() + "); ask for fewer");
       }
     }
   }
