@@ -142,6 +142,12 @@ template <class H, class... R>
 PARASCAN_HD PARASCAN_INLINE cursor_pack<H, R...> bind(const input_pack<H, R...>& p, index_t s) {
   return {p.head.cursor_of(s), bind(p.tail, s)};
 }
+/// The same, every view placed from one batch position p of sequence s (one division for the pack).
+PARASCAN_HD inline cursor_pack<> bind_at(const input_pack<>&, batch_position, index_t) { return {}; }
+template <class H, class... R>
+PARASCAN_HD PARASCAN_INLINE cursor_pack<H, R...> bind_at(const input_pack<H, R...>& p, batch_position at, index_t s) {
+  return {p.head.cursor_at(at, s), bind_at(p.tail, at, s)};
+}
 
 /// The state lifted from element t of every input's bound sequence.
 template <class Op, class... Read>

@@ -25,6 +25,12 @@ struct cursor {
   PARASCAN_HD T& operator[](index_t t) const { return base[t * stride]; }
 };
 
+/// Where sequence s sits on the batch axes: s = i0 * n1 + i1. Every view of a call has the same batch
+/// extents (the entry points check), so a kernel may place all of them from one division.
+struct batch_position {
+  index_t i0, i1;
+};
+
 template <class T>
 struct sequences {
   using element_type = T;
@@ -38,19 +44,27 @@ struct sequences {
 
   PARASCAN_HD index_t count() const { return extent[0] * extent[1]; }
   PARASCAN_HD bool packed() const { return offsets != nullptr; }
+  PARASCAN_HD batch_position position_of(index_t s) const {
+    const index_t i0 = s / extent[1];
+    return {i0, s - i0 * extent[1]};
+  }
   PARASCAN_HD index_t length_of(index_t s) const {
     if (offsets == nullptr) return length;
     const index_t i0 = s / extent[1];
     return offsets[i0 + 1] - offsets[i0];
   }
-  /// Address of element 0 of sequence s.
-  PARASCAN_HD T* begin_of(index_t s) const {
-    const index_t i0 = s / extent[1], i1 = s - i0 * extent[1];
-    const index_t first = offsets == nullptr ? i0 * stride[0] : offsets[i0] * time_stride;
-    return data + first + i1 * stride[1];
+  PARASCAN_HD index_t length_at(batch_position p) const {
+    return offsets == nullptr ? length : offsets[p.i0 + 1] - offsets[p.i0];
   }
+  /// Address of element 0 of the sequence at p (begin_of: of sequence s).
+  PARASCAN_HD T* begin_at(batch_position p) const {
+    const index_t first = offsets == nullptr ? p.i0 * stride[0] : offsets[p.i0] * time_stride;
+    return data + first + p.i1 * stride[1];
+  }
+  PARASCAN_HD T* begin_of(index_t s) const { return begin_at(position_of(s)); }
   PARASCAN_HD T& at(index_t s, index_t t) const { return begin_of(s)[t * time_stride]; }
   PARASCAN_HD parascan::cursor<T> cursor_of(index_t s) const { return {begin_of(s), time_stride}; }
+  PARASCAN_HD parascan::cursor<T> cursor_at(batch_position p, index_t) const { return {begin_at(p), time_stride}; }
 
   /// The same sequences, read-only.
   template <class U = T, std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value, int> = 0>

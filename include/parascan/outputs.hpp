@@ -101,6 +101,11 @@ template <class H, class... R>
 PARASCAN_HD PARASCAN_INLINE output_cursors<H, R...> bind_outputs(const output_pack<H, R...>& p, index_t s) {
   return {p.head.cursor_of(s), bind_outputs(p.tail, s)};
 }
+PARASCAN_HD inline output_cursors<> bind_outputs_at(const output_pack<>&, batch_position) { return {}; }
+template <class H, class... R>
+PARASCAN_HD PARASCAN_INLINE output_cursors<H, R...> bind_outputs_at(const output_pack<H, R...>& p, batch_position at) {
+  return {p.head.cursor_at(at, 0), bind_outputs_at(p.tail, at)};
+}
 
 namespace detail {
 template <class V>

@@ -40,13 +40,17 @@ struct shifted_sequences {
 
   PARASCAN_HD index_t count() const { return view.count(); }
   PARASCAN_HD index_t length_of(index_t s) const { return view.length_of(s); }
-  PARASCAN_HD shifted_cursor<T> cursor_of(index_t s) const {
-    const index_t n = view.length_of(s);
+  PARASCAN_HD batch_position position_of(index_t s) const { return view.position_of(s); }
+  PARASCAN_HD index_t length_at(batch_position p) const { return view.length_at(p); }
+  /// Sequence s, at batch position p (= view.position_of(s)).
+  PARASCAN_HD shifted_cursor<T> cursor_at(batch_position p, index_t s) const {
+    const index_t n = view.length_at(p);
     const index_t lo = lag >= 0 ? 0 : (-lag < n ? -lag : n);
     const index_t hi = lag <= 0 ? n : (lag < n ? n - lag : 0);
-    return {view.begin_of(s) + lag * view.time_stride, view.time_stride, lo, hi,
+    return {view.begin_at(p) + lag * view.time_stride, view.time_stride, lo, hi,
             boundaries != nullptr ? static_cast<T>(boundaries[s]) : boundary, lag};
   }
+  PARASCAN_HD shifted_cursor<T> cursor_of(index_t s) const { return cursor_at(view.position_of(s), s); }
   PARASCAN_HD T at(index_t s, index_t t) const { return cursor_of(s)[t]; }
 };
 
