@@ -59,6 +59,18 @@ void run_workers(unsigned workers, Body&& body) {
   worker_pool::instance().run(workers, body);
 }
 
+/// For calls that write before they first run workers: starts the pool's threads for `workers` now, so
+/// that a refusal (parascan::error, host.threads) comes before any write.
+inline void reserve_workers(unsigned workers) { worker_pool::instance().reserve(workers); }
+
+/// Whether any sequence of `v` is at least `length` long (a packed view's lengths are on the host).
+template <class View>
+bool any_at_least(const View& v, index_t count, index_t length) {
+  for (index_t s = 0; s < count; ++s)
+    if (v.length_of(s) >= length) return true;
+  return false;
+}
+
 /// Calls body(s) for s in [0, n), `workers` threads taking grains of sequences from a shared counter,
 /// which balances packed batches of unequal lengths.
 template <class Body>
@@ -189,6 +201,8 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const Outs& o
   //   phase 3: worker k rescans chunk k + 1 from its carry (the last chunk's total is never needed).
   // Every worker is busy in both parallel phases, and each element is read twice except in chunk 0:
   // on 2 threads a sequence takes ~2/3 of the sequential time (phase 1 had worker p-1 idle before).
+  // Short sequences are written before the first long one runs its workers: their threads start first.
+  if (detail::any_at_least(output.head, count, policy::split_length)) detail::reserve_workers(workers);
   for (index_t s = 0; s < count; ++s) {
     const index_t n = output.head.length_of(s);
     const S start = start_state(op, opts.initial, s);
@@ -244,6 +258,7 @@ void reduce_sequences(const host& exec, const Op& op, const In& inputs, R* resul
     });
     return;
   }
+  if (any_at_least(shape, count, policy::split_length)) reserve_workers(workers);  // as prefix_scan
   for (index_t s = 0; s < count; ++s) {
     const index_t n = shape.length_of(s);
     const auto start = start_state(op, opts.initial, s);

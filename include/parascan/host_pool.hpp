@@ -13,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -74,6 +75,13 @@ class worker_pool {
     if (thrown) std::rethrow_exception(thrown);
   }
 
+  /// Starts the threads a later run(workers, ...) takes, or throws parascan::error (host.threads): a call
+  /// whose first writes come before its first run() reserves its threads first, so that a refusal leaves
+  /// nothing written.
+  void reserve(unsigned workers) {
+    if (workers > 1 && !inside_pool()) grow(workers - 1);
+  }
+
   worker_pool(const worker_pool&) = delete;
   worker_pool& operator=(const worker_pool&) = delete;
   ~worker_pool() {
@@ -97,13 +105,19 @@ class worker_pool {
   /// At least `count` threads; parascan::error where the system refuses one.
   void grow(unsigned count) {
     std::lock_guard<std::mutex> lock(mutex_);
+    const auto refused = [&](const char* why) {
+      fail("host.threads", std::to_string(count + 1) + " worker threads (the caller and " + std::to_string(count) +
+                               " pool threads), but the system would start only " + std::to_string(threads_.size()) +
+                               " pool threads (" + why + "); ask for fewer");
+    };
     while (threads_.size() < count) {
       try {
+        threads_.reserve(count);
         threads_.emplace_back([this] { serve(); });
       } catch (const std::system_error& e) {
-        fail("host.threads", std::to_string(count + 1) + " worker threads (the caller and " + std::to_string(count) +
-                                 " pool threads), but the system would start only " +
-                                 std::to_string(threads_.size()) + " pool threads (" + e.what() + "); ask for fewer");
+        refused(e.what());
+      } catch (const std::bad_alloc&) {
+        refused("out of memory");
       }
     }
   }

@@ -64,6 +64,7 @@ struct sequences {
   PARASCAN_HD T* begin_of(index_t s) const { return begin_at(position_of(s)); }
   PARASCAN_HD T& at(index_t s, index_t t) const { return begin_of(s)[t * time_stride]; }
   PARASCAN_HD parascan::cursor<T> cursor_of(index_t s) const { return {begin_of(s), time_stride}; }
+  /// (The sequence number is unused here; shifted_sequences::cursor_at needs it for per-sequence boundaries.)
   PARASCAN_HD parascan::cursor<T> cursor_at(batch_position p, index_t) const { return {begin_at(p), time_stride}; }
 
   /// The same sequences, read-only.
