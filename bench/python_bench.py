@@ -8,7 +8,8 @@
   runs, in GB/s (12 bytes a step) and as a fraction of NumPy's copy of the same bytes (np.copyto of the
   two inputs into one output buffer), next to parascan_bench_host's row for the same shape.
 - On CUDA (PyTorch with a GPU, the extension built with the CUDA backend): the per-call cost of a
-  (4, 64) linear recurrence on CUDA tensors (host time a call, enqueue only), and the fp32 linear
+  (4, 64) linear recurrence on CUDA tensors (host time a call, enqueue only), against the same call from
+  C++ timed the same way in the same run (parascan_bench_cuda prints it), and the fp32 linear
   recurrence over (8, 1536, T), T = 4096 and 65536, timed with CUDA events (median of --repeats; each
   time spans 10 calls back to back, as a training step issues them, so that a call's host time overlaps
   the previous call's kernels), from Python against parascan_bench_cuda's row for the same shape (pass its
@@ -60,14 +61,16 @@ def host_bench_figures(path):
     return (float(small.group(1)) if small else None), (float(large.group(1)) if large else None)
 
 
-def cuda_bench_ms(path, T):
-    """parascan_bench_cuda's ms for the fp32 (8, 1536, T) bdt linear recurrence, or None."""
+def cuda_bench_run(path, T):
+    """parascan_bench_cuda's ms for the fp32 (8, 1536, T) bdt linear recurrence and its host time of a small
+    call in us (see small_call_us in cuda_bench.cu), each None where missing."""
     if not path:
-        return None
+        return None, None
     label = "parascan linear_recurrence fp32 bdt (8,1536,%d)" % T
     out = subprocess.run([path, "--filter", label], capture_output=True, text=True).stdout
     row = re.search(r"\(8,1536,%d\)\s+fp32\s+bdt\s+([0-9.]+)" % T, out)
-    return float(row.group(1)) if row else None
+    small = re.search(r"small calls: .*: ([0-9.]+) us of host time", out)
+    return (float(row.group(1)) if row else None), (float(small.group(1)) if small else None)
 
 
 def cuda_figures(args, records):
@@ -101,7 +104,13 @@ def cuda_figures(args, records):
     torch.cuda.synchronize()
     print("CUDA (%s): per call, (4, 64) float32 linear_recurrence, out= preallocated: %.2f us of host time"
           % (torch.cuda.get_device_name(), per_call))
-    records.append({"case": "per-call linear_recurrence (4,64) cuda", "python_us": per_call})
+    record = {"case": "per-call linear_recurrence (4,64) cuda", "python_us": per_call}
+    _, cpp_call = cuda_bench_run(args.cuda_bench, 4096)
+    if cpp_call is not None:  # the same call from C++, timed the same way, in the same session
+        record["cpp_us"], record["overhead_us"] = cpp_call, per_call - cpp_call
+        print("  the same call from C++ (parascan_bench_cuda): %.2f us; the binding's overhead: %.2f us"
+              % (cpp_call, per_call - cpp_call))
+    records.append(record)
     try:
         from accelerated_scan.warp import scan as as_warp
     except ImportError:
@@ -120,7 +129,7 @@ def cuda_figures(args, records):
         copy_ms = event_ms(lambda: (both[0].copy_(gates), both[1].copy_(tokens)))  # 8 bytes read, 8 written a step
         copy_gbs = 16 * gates.numel() / copy_ms / 1e6
         py = event_ms(lambda: parascan.linear_recurrence(gates, tokens, out=out))
-        cpp = cuda_bench_ms(args.cuda_bench, T)
+        cpp, _ = cuda_bench_run(args.cuda_bench, T)
         row = {"case": "linear_recurrence (8,1536,%d) fp32 cuda" % T, "python_ms": py,
                "python_gbs": nbytes / py / 1e6, "torch_copy_gbs": copy_gbs, "cpp_ms": cpp}
         line = "  (8, 1536, %d) forward: Python %.4f ms (%.0f GB/s, %.1f%% of torch's copy at %.0f GB/s)" % (
