@@ -1472,8 +1472,6 @@ void usage() {
       "  --list           print the labels of the selected cases and exit (needs no GPU)\n");
 }
 
-}  // namespace
-
 /// Host time of one small call, a (4, 64) fp32 linear recurrence on cuda{} (the enqueue, as a training
 /// loop sees it), mean of 20000 calls after 1000: the C++ side of bench/python_bench.py's per-call
 /// overhead, measured in the same way as its Python side.
@@ -1491,6 +1489,8 @@ double small_call_us() {
   check(cudaDeviceSynchronize(), "small calls");
   return us;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   context ctx;

@@ -110,14 +110,16 @@ class worker_pool {
                                " pool threads), but the system would start only " + std::to_string(threads_.size()) +
                                " pool threads (" + why + "); ask for fewer");
     };
+    try {
+      threads_.reserve(count);  // emplace_back below then never reallocates
+    } catch (const std::bad_alloc&) {
+      refused("out of memory");
+    }
     while (threads_.size() < count) {
       try {
-        threads_.reserve(count);
         threads_.emplace_back([this] { serve(); });
       } catch (const std::system_error& e) {
         refused(e.what());
-      } catch (const std::bad_alloc&) {
-        refused("out of memory");
       }
     }
   }

@@ -48,14 +48,11 @@ struct sequences {
     const index_t i0 = s / extent[1];
     return {i0, s - i0 * extent[1]};
   }
-  PARASCAN_HD index_t length_of(index_t s) const {
-    if (offsets == nullptr) return length;
-    const index_t i0 = s / extent[1];
-    return offsets[i0 + 1] - offsets[i0];
-  }
   PARASCAN_HD index_t length_at(batch_position p) const {
     return offsets == nullptr ? length : offsets[p.i0 + 1] - offsets[p.i0];
   }
+  /// (Uniform layouts: no division.)
+  PARASCAN_HD index_t length_of(index_t s) const { return offsets == nullptr ? length : length_at(position_of(s)); }
   /// Address of element 0 of the sequence at p (begin_of: of sequence s).
   PARASCAN_HD T* begin_at(batch_position p) const {
     const index_t first = offsets == nullptr ? p.i0 * stride[0] : offsets[p.i0] * time_stride;
