@@ -169,6 +169,15 @@ constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, const ba
          shape.max_length >= 4 * lookback_tile && 2 * shape.total() >= shape.count * shape.max_length;
 }
 
+/// Whether a prefix scan planned for channel groups runs channel_lookback.cuh's single pass over tiles of
+/// `tile` steps rather than reduce-then-scan: where the plan splits its sequences for lack of groups (not a
+/// skewed batch's ragged split) into more than one tile, and their lengths are similar (at least half the
+/// batch's count x longest steps are real: every group gets the longest sequence's tiles).
+constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shape, index_t tile) {
+  return plan.group == group_kind::channel && plan.splits > 1 && !plan.ragged && shape.max_length > tile &&
+         2 * shape.total() >= shape.count * shape.max_length;
+}
+
 /// Whether whole sequences whose longest has `length` steps run under a long_sequences policy's long
 /// tiles (`long_tile` steps a warp, against `base_tile`): from one tile short of `long_from` steps on,
 /// unless rounding up to long tiles pads more than a sixteenth of the length beyond what the base tiles

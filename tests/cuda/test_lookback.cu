@@ -1,11 +1,14 @@
-// GPU tests of the single-pass look-back (cuda/lookback.cuh), which runs prefix scans of few long
-// sequences: 5 to 1000 tiles a sequence, states of 4, 8 and 16 bytes, a non-commutative operator (2 x 2
-// matrix products, so that any order error shows), every option, unaligned and reversed views, packed
-// sequences of unequal lengths (one empty), 2-byte inputs, against an fp64 sequential reference; and
-// bit-identical results from run to run (the look-back folds in a fixed order whatever the timing). Every
-// case is at most four sequences, far fewer than the device runs at once, each at least four look-back
-// tiles long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs), which
-// dispatch sends to the look-back (plan.hpp's runs_single_pass; PARASCAN_LOG=1 shows it).
+// GPU tests of the single-pass look-backs, which run prefix scans of few long sequences. Block tiles
+// (cuda/lookback.cuh): 5 to 1000 tiles a sequence, states of 4, 8 and 16 bytes, a non-commutative
+// operator (2 x 2 matrix products, so that any order error shows), every option, unaligned and reversed
+// views, packed sequences of unequal lengths (one empty), 2-byte inputs. One-warp channel tiles
+// (cuda/channel_lookback.cuh): (B, T, D) and packed (total, D) batches of fewer groups of 32 sequences
+// than the device runs, partial groups, lanes of different lengths, unaligned rows. All against an fp64
+// sequential reference, and bit-identical results from run to run (each look-back folds in a fixed order
+// whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
+// long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs), which
+// dispatch sends to the look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1
+// shows it).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -85,6 +88,35 @@ double scan_mat2(View&& view, const std::vector<index_t>& offsets, const ptest::
         [&](const ref2& c, index_t t) { return times(x.host[std::size_t(o + t)], c); },
         [&](index_t t, const ref2& c) { add(y.host[std::size_t(o + t)], c); });
     if (f.with_final) add(fin.host[s], total);
+  }
+  return err.relative();
+}
+
+/// As scan_mat2, for views whose elements are not laid out sequence after sequence: `count` sequences,
+/// sequence s of length(s) steps, its step t at where(s, t) of `n`-element buffers.
+template <class View, class Length, class Where>
+double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, Where&& where,
+                    const ptest::scan_flags& f) {
+  ptest::buffer<mat2> x(n), y(n), init(static_cast<std::size_t>(count)), fin(static_cast<std::size_t>(count));
+  ptest::fill(x, random_mat2);
+  ptest::fill(init, random_mat2);
+  ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+  ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
+  auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
+  parascan::prefix_scan(ptest::exec(), matmul2{}, view(x.data()), view(y.data()), opts);
+  y.download();
+  fin.download();
+  ptest::error_meter err;
+  const auto add = [&](const mat2& got, const ref2& ref) {
+    for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
+  };
+  for (index_t s = 0; s < count; ++s) {
+    const mat2& i0 = init.host[std::size_t(s)];
+    const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
+    const ref2 total = ptest::reference_scan(
+        length(s), f.exclusive, f.reverse, start, [&](const ref2& c, index_t t) { return times(x.host[where(s, t)], c); },
+        [&](index_t t, const ref2& c) { add(y.host[where(s, t)], c); });
+    if (f.with_final) add(fin.host[std::size_t(s)], total);
   }
   return err.relative();
 }
@@ -197,6 +229,67 @@ TEST_CASE("look-back: the same inputs give bit-identical outputs, run after run"
     else
       CHECK(std::memcmp(first.data(), y.host.data(), first.size() * sizeof(mat2)) == 0);
   }
+}
+
+// Channel groups (lanes across adjacent sequences: (B, T, D), packed (total, D)) split in time for lack
+// of groups run channel_lookback.cuh's one-warp tiles (64 steps for fp32 pairs, 32 for 2x2 matrices).
+
+TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial groups of lanes") {
+  for (const index_t D : {40, 64})
+    for (const index_t T : {20011, 100003})
+      for (const auto& f : option_sets()) {
+        INFO("(1, " << T << ", " << D << "), " << ptest::describe(f));
+        CHECK(scan_mat2_at([&](mat2* p) { return parascan::btd(p, 1, T, D); }, std::size_t(T * D), D,
+                           [&](index_t) { return T; }, [&](index_t s, index_t t) { return std::size_t(t * D + s); },
+                           f) <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+      }
+}
+
+TEST_CASE("channel look-back: packed (total, 33), lanes of one warp in sequences of different lengths") {
+  std::vector<index_t> offsets{0};
+  for (const index_t n : {100003, 70001}) offsets.push_back(offsets.back() + n);
+  const index_t D = 33, total = offsets.back();
+  for (const auto& f : option_sets()) {
+    INFO(ptest::describe(f));
+    CHECK(scan_mat2_at([&](mat2* p) { return parascan::packed_td(p, offsets.data(), 2, D); }, std::size_t(total * D),
+                       2 * D, [&](index_t s) { return offsets[std::size_t(s / D) + 1] - offsets[std::size_t(s / D)]; },
+                       [&](index_t s, index_t t) { return std::size_t((offsets[std::size_t(s / D)] + t) * D + s % D); },
+                       f) <= 1e-6 * (8 + 2 * std::sqrt(100003.0)) * 2);
+  }
+}
+
+TEST_CASE("channel look-back: fp32 linear recurrence, unaligned rows, both directions, bit-identical reruns") {
+  const index_t B = 2, T = 200003, D = 96;
+  for (const index_t shift : {0, 1})
+    for (const bool reverse : {false, true}) {
+      INFO("(2, " << T << ", 96), shift " << shift << (reverse ? ", reverse" : ""));
+      const std::size_t n = std::size_t(B * T * D + shift);
+      ptest::buffer<float> a(n), b(n), y(n);
+      ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
+      ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
+      parascan::options<float> opts;
+      opts.reverse = reverse;
+      const auto view = [&](float* p) { return parascan::btd(p + shift, B, T, D); };
+      std::vector<float> first;
+      for (int run = 0; run < 2; ++run) {
+        parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
+                              parascan::inputs(view(a.data()), view(b.data())), view(y.data()), opts);
+        y.download();
+        if (run == 0) first = y.host;
+      }
+      CHECK(std::memcmp(first.data(), y.host.data(), n * sizeof(float)) == 0);
+      ptest::error_meter err;
+      for (index_t s = 0; s < B * D; ++s) {
+        double x = 0;
+        for (index_t p = 0; p < T; ++p) {
+          const index_t t = reverse ? T - 1 - p : p;
+          const std::size_t i = std::size_t(shift + ((s / D) * T + t) * D + s % D);
+          x = double(a.host[i]) * x + double(b.host[i]);
+          err.add(y.host[i], x);
+        }
+      }
+      CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+    }
 }
 
 }  // namespace

@@ -138,6 +138,30 @@ TEST_CASE("plan: split prefix scans of small states run the single-pass look-bac
   CHECK(!parascan::runs_single_pass(channels, 8, one, tile));  // time strided: (B, T, D)
 }
 
+TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-back tiles") {
+  const index_t tile = 64;  // 4 stages of 16 fp32-pair rows
+  const batch_shape few{1536, 65536, true}, many{8 * 1536, 4096, true};
+  const auto split = plan_scan(pair_warp, group_kind::channel, few, h200_sms, 8);
+  REQUIRE(split.splits > 1);  // 48 groups on 132 multiprocessors
+  CHECK(parascan::runs_channel_tiles(split, few, tile));
+  const auto whole = plan_scan(pair_warp, group_kind::channel, many, h200_sms, 8);
+  CHECK(!parascan::runs_channel_tiles(whole, many, tile));  // 384 groups fill the device: pipelined walks
+  auto warp = split;
+  warp.group = group_kind::warp;
+  CHECK(!parascan::runs_channel_tiles(warp, few, tile));  // contiguous time: lookback.cuh's block tiles
+  // A skewed packed batch splits ragged and keeps reduce-then-scan (tiles measured no faster there).
+  const batch_shape skewed{8000 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 8000 * 32) * 64};
+  const auto ragged = plan_scan(pair_warp, group_kind::channel, skewed, h200_sms, 8);
+  REQUIRE(ragged.splits > 1);
+  CHECK(ragged.ragged);
+  CHECK(!parascan::runs_channel_tiles(ragged, skewed, tile));
+  // Uneven lengths (every group gets the longest one's tiles) and sequences of one tile do not either.
+  const batch_shape uneven{64, 100000, true, 100000 + 63 * 100};
+  CHECK(!parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, uneven, h200_sms, 8), uneven, tile));
+  const batch_shape similar{64, 100000, true, 64 * 90000};
+  CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, similar, h200_sms, 8), similar, tile));
+}
+
 TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles") {
   const policy_values warp_product{128, 1, 3, combine_variant::warp_product, 4096};
   const policy_values block_product{128, 1, 3, combine_variant::block_product, 4096};

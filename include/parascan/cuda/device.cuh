@@ -9,7 +9,8 @@
 //    into segments over several groups, reduce-then-scan (fold every segment, scan the segment totals
 //    per sequence, rescan each segment from its carry);
 //  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
-//    sequentially in time, inputs staged row by row (channel.cuh);
+//    sequentially in time, inputs staged row by row (channel.cuh); too few such groups for the device:
+//    one-warp tiles with a look-back, lane by lane (channel_lookback.cuh), for prefix scans;
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
 //  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
@@ -251,6 +252,15 @@ template <class Tiles, class Op, class Pack, class Outs>
 bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
                   cudaStream_t stream);
 
+/// The channel groups' single pass (channel_lookback.cuh, included at the end of this file).
+template <class Op, class Pack>
+constexpr bool channel_lookback_fits();
+template <class Op, class Pack>
+constexpr index_t channel_tile_steps();
+template <class Op, class Pack, class Outs>
+bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
+                          cudaStream_t stream);
+
 /// The tiles of the look-back: the policy's (single_pass_tiles), else 512 threads of 16 steps (24 where
 /// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor (policy.hpp).
 template <class Policy, class Op, class Pack, class = void>
@@ -303,6 +313,11 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     using Tiles = typename lookback_tiles<Policy, Op, Pack>::type;
     if (runs_single_pass(plan, int(sizeof(state_t<Op>)), shape, index_t(Tiles::tile)) && single_pass_enabled() &&
         run_lookback<Tiles>(a, shape, alloc, stream))
+      return;
+  }
+  if constexpr (WRITE && Group::kind == group_kind::channel && channel_lookback_fits<Op, Pack>()) {
+    if (runs_channel_tiles(plan, shape, channel_tile_steps<Op, Pack>()) && single_pass_enabled() &&
+        run_channel_lookback(a, shape, alloc, stream))
       return;
   }
   a.splits = plan.splits;
@@ -373,5 +388,6 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 
 #include "affine.cuh"
 #include "chain_walk.cuh"
+#include "channel_lookback.cuh"
 #include "lookback.cuh"
 #include "matrix.cuh"
