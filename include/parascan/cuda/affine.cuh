@@ -3,8 +3,13 @@
 // enough sequences to keep the device streaming (else the parallel scan composes maps and splits the
 // sequences). N lanes a sequence, 32 / N sequences a warp: lane i owns x_i and computes row i of W x + b,
 // the other entries of x coming by shuffles within the sequence's lanes. W[t] and b[t] of the warp's
-// sequences are staged into shared memory by cp.async, several steps ahead: about 7 kB of inputs in
-// flight a warp, since at B N = 16384 a multiprocessor holds only four warps.
+// sequences are staged into shared memory by cp.async, several steps ahead: about 12 kB of inputs in
+// flight a warp, since at B N = 16384 a multiprocessor holds only four warps. With one warp a scheduler,
+// each instruction of the step loop costs its latency: the loop keeps its strides in registers, fixes the
+// inputs' alignment and the exclusive option outside it, and tests lengths only past the warp's shortest
+// sequence (N = 4: 121 -> 48 instructions a step; H100, (4096, 1024): 48.8 -> 69.2% of copy, N = 8 72.7 ->
+// 88.8%, N = 16 87.9 -> 92.9% with the 12 kB; what stalls N = 4 now is its cp.async waits, 53% of its
+// cycles, which 24 kB in flight does not move).
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -40,10 +45,10 @@ struct affine_fits<Op, input_pack<MW, VB>, output_pack<O...>> {
                                 (sizeof...(O) == 0 || (sizeof...(O) == 1 && (is_dense_of<O, S, N, 1>::value && ...)));
 };
 
-/// Steps a walk stages ahead, one step a stage: about 7 kB of inputs in flight a warp, 2 to 11 steps
-/// (shared by the affine walk and the chain walk, chain_walk.cuh).
-constexpr int walk_ahead(int stage_bytes) {
-  return 7168 / stage_bytes < 2 ? 2 : 7168 / stage_bytes > 11 ? 11 : 7168 / stage_bytes;
+/// Steps a walk stages ahead, one step a stage: about `in_flight` bytes of inputs a warp, 2 to `most`
+/// steps (shared by the affine walk and the chain walk, chain_walk.cuh).
+constexpr int walk_ahead(int stage_bytes, int in_flight = 7168, int most = 11) {
+  return in_flight / stage_bytes < 2 ? 2 : in_flight / stage_bytes > most ? most : in_flight / stage_bytes;
 }
 
 /// The shared-memory layout of a warp's stages: per stage and sequence, W's lines (its columns, or its
@@ -61,10 +66,12 @@ struct affine_layout {
   static constexpr int sequence_scalars = w_scalars + round(N);
   static constexpr int stage_scalars = per_warp * sequence_scalars;
   static constexpr int stage_bytes = stage_scalars * int(sizeof(S));
-  // About 7 kB in flight a warp, one step a stage (H100, (16384 / N, 1024): N = 4 / 8 took 0.37 / 0.40 ms
-  // so, 0.49 / 0.44 ms with 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, and
-  // 0.37-0.39 / 0.41-0.42 ms with 14 or 21 kB in flight: not what limits them).
-  static constexpr int ahead = walk_ahead(stage_bytes);
+  // About 12 kB in flight a warp, one step a stage, up to 32 steps. H100, (16384 / N, 1024), % of copy
+  // with the walk's instructions cut (below): 7 / 12 / 16 / 24 kB: N = 4 69.2 / 69.0 / 69.1 / 69.9, N = 8
+  // 87.7 / 88.8 / 88.6 / 88.2, N = 16 91.4 / 92.9 / 93.0 / 92.6. (Before the cut, instruction bound:
+  // 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, were slower, and 14 or 21
+  // kB moved nothing.) At N = 16 a block of 4 warps takes 61 kB of shared memory (sm_75 allows 64).
+  static constexpr int ahead = walk_ahead(stage_bytes, 12288, 32);
   static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
   static constexpr int warp_scalars = stages * stage_scalars;
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
@@ -100,9 +107,15 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   const index_t s = (index_t(blockIdx.x) * (128 / warp_threads) + warp) * X::per_warp + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
-  index_t longest = n;  // the warp loops to its longest sequence (shuffles need every lane)
-  for (int d = 16; d >= 1; d /= 2) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+  // The warp loops to its longest sequence (shuffles need every lane); steps before its shortest one's
+  // end need no test. 32-bit step counts: run_affine takes sequences of fewer than 2^31 steps.
+  int longest = int(n), shortest = int(n);  // lanes past the batch count as empty
+  for (int d = 16; d >= 1; d /= 2) {
+    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
+  }
   if (longest == 0 && !active) return;  // a whole warp past the batch
+  const int length = int(n);
 
   const auto in = bind(a.in, active ? s : 0);
   const bool w_pieces = reinterpret_cast<std::uintptr_t>(in.head.base) % 16 == 0;
@@ -111,25 +124,13 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   const index_t first = n > 0 ? time_index(0, n, a.reverse) : 0, dir = a.reverse ? -1 : 1;
   const S* w_next = reinterpret_cast<const S*>(&in.head[first]);
   const S* b_next = reinterpret_cast<const S*>(&in.tail.head[first]);
-  const index_t w_step = dir * in.head.stride * N * N, b_step = dir * in.tail.head.stride * N;
-  index_t staged = 0;  // steps staged so far
+  index_t w_step = dir * in.head.stride * N * N, b_step = dir * in.tail.head.stride * N;
+  // Kept in registers: recomputed from the parameters each step, they cost 18 of the loop's 120
+  // instructions (N = 4, whose walk issues one instruction about every 4 cycles, 4 warps a multiprocessor).
+  asm("" : "+l"(w_step), "+l"(b_step));
   extern __shared__ __align__(16) unsigned char parascan_affine_shared[];
-  S* const stages = reinterpret_cast<S*>(parascan_affine_shared) + warp * X::warp_scalars;
-  const auto slot = [&](int k) { return stages + k * X::stage_scalars + g * X::sequence_scalars; };
-  const auto stage = [&](int k) {
-    if (staged++ >= n) return;
-    stage_lines<S, N, N, X::line_stride>(w_next, slot(k), w_pieces, i);
-    stage_lines<S, N, 1, N>(b_next, slot(k) + X::w_scalars, b_pieces, i);
-    w_next += w_step;
-    b_next += b_step;
-  };
-  // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane has
-  // left by step p - 1's barrier (one barrier a step, not two).
-#pragma unroll
-  for (int k = 0; k < X::stages - 2; ++k) {
-    stage(k);
-    __pipeline_commit();
-  }
+  S* const slots = reinterpret_cast<S*>(parascan_affine_shared) + warp * X::warp_scalars + g * X::sequence_scalars;
+  const auto slot = [&](int k) { return slots + k * X::stage_scalars; };
 
   S x = active && a.initial != nullptr ? reinterpret_cast<const S*>(&a.initial[s])[i] : S(0);
   S* x_out = nullptr;  // this step's output, advanced like the inputs
@@ -141,33 +142,70 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
       x_step = dir * out.head.stride * N;
     }
   }
-  int current = 0;
-  for (index_t p = 0; p < longest; ++p) {
-    stage(current >= 2 ? current - 2 : current + X::stages - 2);
-    __pipeline_commit();
-    __pipeline_wait_prior(X::stages - 2);
-    __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
-    if (WRITE && a.exclusive && p < n) *x_out = x;
-    const S* w = slot(current);
-    S acc = w[X::w_scalars + i];
-    if constexpr (W_ROWS) {
+  // The walk, with the inputs' alignment and the exclusive option fixed (aligned W and b: 16-byte
+  // pieces), in two loops: the steps every lane has, then the rest, tested.
+  const auto walk = [&](auto aligned, auto exclusive) {
+    constexpr bool ALIGNED = decltype(aligned)::value, EXCLUSIVE = decltype(exclusive)::value;
+    int staged = 0;  // steps staged so far
+    const auto stage = [&](int k, auto tested) {
+      if (decltype(tested)::value && staged >= length) return;
+      ++staged;
+      stage_lines<S, N, N, X::line_stride>(w_next, slot(k), ALIGNED || w_pieces, i);
+      stage_lines<S, N, 1, N>(b_next, slot(k) + X::w_scalars, ALIGNED || b_pieces, i);
+      w_next += w_step;
+      b_next += b_step;
+    };
+    // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane has
+    // left by step p - 1's barrier (one barrier a step, not two).
 #pragma unroll
-      for (int k = 0; k < N; k += X::RV) {
-        const auto row = load_vector<X::RV>(w + i * X::line_stride + k);
+    for (int k = 0; k < X::stages - 2; ++k) {
+      stage(k, std::true_type{});
+      __pipeline_commit();
+    }
+    int current = 0;
+    const auto step = [&](int p, auto tested) {
+      constexpr bool TESTED = decltype(tested)::value;
+      stage(current >= 2 ? current - 2 : current + X::stages - 2, tested);
+      __pipeline_commit();
+      __pipeline_wait_prior(X::stages - 2);
+      __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
+      const bool live = !TESTED || p < length;
+      if (WRITE && EXCLUSIVE && live) *x_out = x;
+      const S* w = slot(current);
+      S acc = w[X::w_scalars + i];
+      if constexpr (W_ROWS) {
 #pragma unroll
-        for (int q = 0; q < X::RV; ++q) acc = fma(row.v[q], __shfl_sync(0xffffffffu, x, k + q, N), acc);
+        for (int k = 0; k < N; k += X::RV) {
+          const auto row = load_vector<X::RV>(w + i * X::line_stride + k);
+#pragma unroll
+          for (int q = 0; q < X::RV; ++q) acc = fma(row.v[q], __shfl_sync(0xffffffffu, x, k + q, N), acc);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < N; ++k) acc = fma(w[k * N + i], __shfl_sync(0xffffffffu, x, k, N), acc);
       }
-    } else {
-#pragma unroll
-      for (int k = 0; k < N; ++k) acc = fma(w[k * N + i], __shfl_sync(0xffffffffu, x, k, N), acc);
-    }
-    if (p < n) {
-      x = acc;
-      if (WRITE && !a.exclusive) *x_out = x;
-      if (WRITE) x_out += x_step;
-    }
-    current = current == X::stages - 1 ? 0 : current + 1;
-  }
+      if (live) {
+        x = acc;
+        if (WRITE && !EXCLUSIVE) *x_out = x;
+        if (WRITE) x_out += x_step;
+      }
+      current = current == X::stages - 1 ? 0 : current + 1;
+    };
+    // Untested while every lane's step p and the step it stages (p + stages - 2) are in its sequence.
+    const int untested = max(0, shortest - (X::stages - 2));
+    int p = 0;
+    for (; p < untested; ++p) step(p, std::false_type{});
+    for (; p < longest; ++p) step(p, std::true_type{});
+  };
+  const bool aligned = __all_sync(0xffffffffu, w_pieces && b_pieces);
+  if (aligned && a.exclusive)
+    walk(std::true_type{}, std::true_type{});
+  else if (aligned)
+    walk(std::true_type{}, std::false_type{});
+  else if (a.exclusive)
+    walk(std::false_type{}, std::true_type{});
+  else
+    walk(std::false_type{}, std::false_type{});
   if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
 }
 
@@ -196,7 +234,9 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
     constexpr bool w_rows = std::remove_const_t<typename std::decay_t<decltype(a.in.head)>::element_type>::IsRowMajor;
     using X = affine_layout<form, w_rows>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
-    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors())) return false;
+    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors()) ||
+        shape.max_length > std::numeric_limits<int>::max())
+      return false;
     launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
         4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
     if (log_plans())
