@@ -78,42 +78,29 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
   const index_t s = (index_t(blockIdx.x) * (128 / warp_threads) + warp) * X::per_warp + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
-  index_t longest = n;  // the warp loops to its longest chain (its lanes pass the same barriers)
-  for (int d = 16; d >= 1; d /= 2) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+  // The warp loops to its longest chain (its lanes pass the same barriers); steps before its shortest
+  // one's end need no test. 32-bit step counts: run_chain_walk takes chains of fewer than 2^31 factors.
+  int longest = int(n), shortest = int(n);  // lanes past the batch count as empty
+  for (int d = 16; d >= 1; d /= 2) {
+    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
+  }
   if (longest == 0 && !active) return;  // a whole warp past the batch
+  const int length = int(n);
 
   const auto in = bind(a.in, active ? s : 0);
   const index_t first = n > 0 ? time_index(0, n, a.reverse) : 0, dir = a.reverse ? -1 : 1;
   const S* m_next = reinterpret_cast<const S*>(&in.head[first]);
-  const index_t m_step = dir * in.head.stride * X::matrix;
+  index_t m_step = dir * in.head.stride * X::matrix;
+  asm("" : "+l"(m_step));  // kept in a register, not recomputed from the parameters each step (affine.cuh)
   // Factors are N * N scalars, a multiple of 16 bytes: aligned pieces whenever the first one is aligned.
   const bool pieces = X::matrix % X::V == 0 && reinterpret_cast<std::uintptr_t>(m_next) % 16 == 0;
-  index_t staged = 0;
   extern __shared__ __align__(16) unsigned char parascan_chain_walk_shared[];
-  S* const stages = reinterpret_cast<S*>(parascan_chain_walk_shared) + warp * X::warp_scalars;
-  const auto slot = [&](int k) { return stages + k * X::stage_scalars + g * X::chain_scalars; };
-  const auto stage = [&](int k) {
-    if (staged++ >= n) return;
-    S* dst = slot(k);
-    if (pieces) {
-      for (int e = r; e < X::matrix / X::V; e += X::lanes)
-        __pipeline_memcpy_async(dst + e * X::V, m_next + e * X::V, 16);
-    } else {
-      for (int e = r; e < X::matrix; e += X::lanes) __pipeline_memcpy_async(dst + e, m_next + e, sizeof(S));
-    }
-    m_next += m_step;
-  };
-  // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane has
-  // left by step p - 1's barrier.
-#pragma unroll
-  for (int k = 0; k < X::stages - 2; ++k) {
-    stage(k);
-    __pipeline_commit();
-  }
+  S* const slots = reinterpret_cast<S*>(parascan_chain_walk_shared) + warp * X::warp_scalars + g * X::chain_scalars;
+  const auto slot = [&](int k) { return slots + k * X::stage_scalars; };
 
   S line[N];
   const bool from_initial = active && a.initial != nullptr;
-  bool empty = !from_initial;  // no product yet: the first factor is taken as it is (I M would turn inf to NaN)
 #pragma unroll
   for (int k = 0; k < N; ++k)
     line[k] = from_initial ? line_entry<ROWS, N>(reinterpret_cast<const S*>(&a.initial[s]), r, k) : S(k == r ? 1 : 0);
@@ -130,51 +117,92 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
 #pragma unroll
     for (int k = 0; k < N; ++k) line_entry<ROWS, N>(p, r, k) = line[k];
   };
-  int current = 0;
-  for (index_t p = 0; p < longest; ++p) {
-    stage(current >= 2 ? current - 2 : current + X::stages - 2);
-    __pipeline_commit();
-    __pipeline_wait_prior(X::stages - 2);
-    __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
-    if (p < n) {
-      if (WRITE && a.exclusive) write(out);
-      const S* m = slot(current);
-      S next[N];
-      if (empty) {
-#pragma unroll
-        for (int k = 0; k < N; ++k) next[k] = line_entry<ROWS, N>(m, r, k);
-      } else if constexpr (ROWS) {  // row r of P M: entry j is row r of P times column j of M
-#pragma unroll
-        for (int j = 0; j < N; ++j) {
-          S acc = 0;
-#pragma unroll
-          for (int k = 0; k < N; k += X::VC) {
-            const auto c = load_vector<X::VC>(m + j * N + k);
-#pragma unroll
-            for (int q = 0; q < X::VC; ++q) acc = fma(line[k + q], c.v[q], acc);
-          }
-          next[j] = acc;
-        }
-      } else {  // column r of M P: the columns of M weighted by column r of P
-#pragma unroll
-        for (int i = 0; i < N; ++i) next[i] = 0;
-#pragma unroll
-        for (int k = 0; k < N; ++k)
-#pragma unroll
-          for (int i = 0; i < N; i += X::VC) {
-            const auto c = load_vector<X::VC>(m + k * N + i);
-#pragma unroll
-            for (int q = 0; q < X::VC; ++q) next[i + q] = fma(c.v[q], line[k], next[i + q]);
-          }
+  // The walk, with the factors' alignment and the exclusive option fixed, as the affine walk's: step 0
+  // (where a chain without an initial matrix takes its first factor as it is: I M would turn inf into
+  // NaN), the steps every lane has, untested, then the rest.
+  const auto walk = [&](auto aligned, auto exclusive) {
+    constexpr bool ALIGNED = decltype(aligned)::value, EXCLUSIVE = decltype(exclusive)::value;
+    int staged = 0;  // steps staged so far
+    const auto stage = [&](int k, auto tested) {
+      if (decltype(tested)::value && staged >= length) return;
+      ++staged;
+      S* dst = slot(k);
+      if (ALIGNED || pieces) {
+        for (int e = r; e < X::matrix / X::V; e += X::lanes)
+          __pipeline_memcpy_async(dst + e * X::V, m_next + e * X::V, 16);
+      } else {
+        for (int e = r; e < X::matrix; e += X::lanes) __pipeline_memcpy_async(dst + e, m_next + e, sizeof(S));
       }
-      empty = false;
+      m_next += m_step;
+    };
+    // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane
+    // has left by step p - 1's barrier.
 #pragma unroll
-      for (int k = 0; k < N; ++k) line[k] = next[k];
-      if (WRITE && !a.exclusive) write(out);
-      if (WRITE) out += out_step;
+    for (int k = 0; k < X::stages - 2; ++k) {
+      stage(k, std::true_type{});
+      __pipeline_commit();
     }
-    current = current == X::stages - 1 ? 0 : current + 1;
-  }
+    int current = 0;
+    const auto step = [&](int p, auto tested, auto first_step) {
+      constexpr bool TESTED = decltype(tested)::value;
+      stage(current >= 2 ? current - 2 : current + X::stages - 2, tested);
+      __pipeline_commit();
+      __pipeline_wait_prior(X::stages - 2);
+      __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
+      if (!TESTED || p < length) {
+        if (WRITE && EXCLUSIVE) write(out);
+        const S* m = slot(current);
+        S next[N];
+        if (decltype(first_step)::value && !from_initial) {
+#pragma unroll
+          for (int k = 0; k < N; ++k) next[k] = line_entry<ROWS, N>(m, r, k);
+        } else if constexpr (ROWS) {  // row r of P M: entry j is row r of P times column j of M
+#pragma unroll
+          for (int j = 0; j < N; ++j) {
+            S acc = 0;
+#pragma unroll
+            for (int k = 0; k < N; k += X::VC) {
+              const auto c = load_vector<X::VC>(m + j * N + k);
+#pragma unroll
+              for (int q = 0; q < X::VC; ++q) acc = fma(line[k + q], c.v[q], acc);
+            }
+            next[j] = acc;
+          }
+        } else {  // column r of M P: the columns of M weighted by column r of P
+#pragma unroll
+          for (int i = 0; i < N; ++i) next[i] = 0;
+#pragma unroll
+          for (int k = 0; k < N; ++k)
+#pragma unroll
+            for (int i = 0; i < N; i += X::VC) {
+              const auto c = load_vector<X::VC>(m + k * N + i);
+#pragma unroll
+              for (int q = 0; q < X::VC; ++q) next[i + q] = fma(c.v[q], line[k], next[i + q]);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < N; ++k) line[k] = next[k];
+        if (WRITE && !EXCLUSIVE) write(out);
+        if (WRITE) out += out_step;
+      }
+      current = current == X::stages - 1 ? 0 : current + 1;
+    };
+    // Untested while every lane's step p and the step it stages (p + stages - 2) are in its chain.
+    const int untested = max(1, shortest - (X::stages - 2));
+    step(0, std::true_type{}, std::true_type{});
+    int p = 1;
+    for (; p < untested; ++p) step(p, std::false_type{}, std::false_type{});
+    for (; p < longest; ++p) step(p, std::true_type{}, std::false_type{});
+  };
+  const bool aligned = __all_sync(0xffffffffu, pieces);
+  if (aligned && a.exclusive)
+    walk(std::true_type{}, std::true_type{});
+  else if (aligned)
+    walk(std::true_type{}, std::false_type{});
+  else if (a.exclusive)
+    walk(std::false_type{}, std::true_type{});
+  else
+    walk(std::false_type{}, std::false_type{});
   if (active && a.final != nullptr) write(reinterpret_cast<S*>(&a.final[s]));
 }
 
@@ -189,7 +217,9 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
     using form = matrix_form<Op>;
     using X = chain_walk_layout<form>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
-    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors())) return false;
+    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors()) ||
+        shape.max_length > std::numeric_limits<int>::max())
+      return false;
     launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
         4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
     if (log_plans())
