@@ -245,14 +245,14 @@ TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial grou
       }
 }
 
-TEST_CASE("channel look-back: packed (total, 33), lanes of one warp in sequences of different lengths") {
+TEST_CASE("channel look-back: packed (total, 33), lanes of one warp in sequences of different lengths, one empty") {
   std::vector<index_t> offsets{0};
-  for (const index_t n : {100003, 70001}) offsets.push_back(offsets.back() + n);
+  for (const index_t n : {100003, 0, 70001}) offsets.push_back(offsets.back() + n);
   const index_t D = 33, total = offsets.back();
   for (const auto& f : option_sets()) {
     INFO(ptest::describe(f));
-    CHECK(scan_mat2_at([&](mat2* p) { return parascan::packed_td(p, offsets.data(), 2, D); }, std::size_t(total * D),
-                       2 * D, [&](index_t s) { return offsets[std::size_t(s / D) + 1] - offsets[std::size_t(s / D)]; },
+    CHECK(scan_mat2_at([&](mat2* p) { return parascan::packed_td(p, offsets.data(), 3, D); }, std::size_t(total * D),
+                       3 * D, [&](index_t s) { return offsets[std::size_t(s / D) + 1] - offsets[std::size_t(s / D)]; },
                        [&](index_t s, index_t t) { return std::size_t((offsets[std::size_t(s / D)] + t) * D + s % D); },
                        f) <= 1e-6 * (8 + 2 * std::sqrt(100003.0)) * 2);
   }

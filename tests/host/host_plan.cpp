@@ -160,6 +160,14 @@ TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-b
   CHECK(!parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, uneven, h200_sms, 8), uneven, tile));
   const batch_shape similar{64, 100000, true, 64 * 90000};
   CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, similar, h200_sms, 8), similar, tile));
+  // The shapes of test_lookback's channel cases take the tiles (2x2 matrices: 32-step tiles; fp32 pairs: 64).
+  const policy_values mat2_warp{128, 4, 4, combine_variant::warp, 16};
+  for (const batch_shape& shape : {batch_shape{40, 20011, true}, batch_shape{64, 100003, true},
+                                   batch_shape{99, 100003, true, 33 * (100003 + 70001)}})
+    CHECK(parascan::runs_channel_tiles(plan_scan(mat2_warp, group_kind::channel, shape, h200_sms, 8), shape, 32));
+  const batch_shape recurrence{2 * 96, 200003, true};
+  CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, recurrence, h200_sms, 8), recurrence,
+                                     tile));
 }
 
 TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles") {

@@ -70,8 +70,12 @@ struct affine_layout {
   // with the walk's instructions cut (below): 7 / 12 / 16 / 24 kB: N = 4 69.2 / 69.0 / 69.1 / 69.9, N = 8
   // 87.7 / 88.8 / 88.6 / 88.2, N = 16 91.4 / 92.9 / 93.0 / 92.6. (Before the cut, instruction bound:
   // 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, were slower, and 14 or 21
-  // kB moved nothing.) At N = 16 a block of 4 warps takes 61 kB of shared memory (sm_75 allows 64).
-  static constexpr int ahead = walk_ahead(stage_bytes, 12288, 32);
+  // kB moved nothing.) Capped where a block of 4 warps would pass 60 kB of shared memory (sm_75 allows
+  // 64 kB), never below the 7 kB before.
+  static constexpr int fitting = 15360 / stage_bytes - 2;
+  static constexpr int ahead = walk_ahead(stage_bytes, 12288, 32) < fitting ? walk_ahead(stage_bytes, 12288, 32)
+                               : fitting > walk_ahead(stage_bytes)          ? fitting
+                                                                            : walk_ahead(stage_bytes);
   static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
   static constexpr int warp_scalars = stages * stage_scalars;
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
@@ -125,7 +129,7 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   const S* w_next = reinterpret_cast<const S*>(&in.head[first]);
   const S* b_next = reinterpret_cast<const S*>(&in.tail.head[first]);
   index_t w_step = dir * in.head.stride * N * N, b_step = dir * in.tail.head.stride * N;
-  // Kept in registers: recomputed from the parameters each step, they cost 18 of the loop's 120
+  // Kept in registers: recomputed from the parameters each step, they cost 18 of the loop's 121
   // instructions (N = 4, whose walk issues one instruction about every 4 cycles, 4 warps a multiprocessor).
   asm("" : "+l"(w_step), "+l"(b_step));
   extern __shared__ __align__(16) unsigned char parascan_affine_shared[];
@@ -197,6 +201,12 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
     for (; p < untested; ++p) step(p, std::false_type{});
     for (; p < longest; ++p) step(p, std::true_type{});
   };
+  // Every lane of the warp reaches this point unless all of its sequences are empty (then lanes past the
+  // batch have left): nothing to walk, and no warp-wide call with lanes gone.
+  if (longest == 0) {
+    if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
+    return;
+  }
   const bool aligned = __all_sync(0xffffffffu, w_pieces && b_pieces);
   if (aligned && a.exclusive)
     walk(std::true_type{}, std::true_type{});

@@ -194,6 +194,12 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
     for (; p < untested; ++p) step(p, std::false_type{}, std::false_type{});
     for (; p < longest; ++p) step(p, std::true_type{}, std::false_type{});
   };
+  // Every lane of the warp reaches this point unless all of its sequences are empty (then lanes past the
+  // batch have left): nothing to walk, and no warp-wide call with lanes gone.
+  if (longest == 0) {
+    if (active && a.final != nullptr) write(reinterpret_cast<S*>(&a.final[s]));
+    return;
+  }
   const bool aligned = __all_sync(0xffffffffu, pieces);
   if (aligned && a.exclusive)
     walk(std::true_type{}, std::true_type{});

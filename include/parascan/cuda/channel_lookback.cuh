@@ -7,9 +7,9 @@
 // Inputs are read once (reduce-then-scan reads them twice): (1 / 2, 65536, 1536) btd fp32 recurrence
 // 54 / 55 -> 71.5 / 74.6% of copy (H100).
 //
-// A tile's 32 states are published as plain values, a fence, then a level for the tile that look-backs
-// poll (1: aggregates out, 2: inclusive prefixes out). A block publishes before it stores any output, so
-// the fence waits only for the states. (Flagged words instead, as lookback.cuh's, need every value zeroed
+// A tile's 32 states are published as plain values, a warp barrier, then a level for the tile that
+// look-backs poll (1: aggregates out, 2: inclusive prefixes out), stored with release semantics. A block
+// publishes before it stores any output, so the release waits only for the states. (Flagged words instead, as lookback.cuh's, need every value zeroed
 // before the launch and twice the bytes: 66.7 / 72.4%. Without fences, unsafe: 77.8 / 81.5%, the fences'
 // cost; without the look-back, wrong: 89.8 / 90.4%, its cost.)
 // Deterministic: each lane folds aggregates strictly left to right from the nearest inclusive prefix, so
@@ -71,14 +71,13 @@ struct channel_tile_status {
     return {static_cast<unsigned*>(memory), states, states + std::size_t(tiles) * warp_threads};
   }
 
-  /// Warp-wide: stores each lane's `value` in `slots` of tile t, then (lane 0, once every lane's store is
-  /// visible device-wide) raises t's level to `to`.
+  /// Warp-wide: stores each lane's `value` in `slots` of tile t, then lane 0 raises t's level to `to` with
+  /// a release store, after a warp barrier that orders every lane's store before it (release is cumulative).
   __device__ void publish(S* slots, index_t t, const S& value, unsigned to) const {
     store_state(slots + t * warp_threads + threadIdx.x % warp_threads, value);
-    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
     __syncwarp();
     if (threadIdx.x % warp_threads == 0)
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device>(level[t]).store(to, cuda::memory_order_relaxed);
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device>(level[t]).store(to, cuda::memory_order_release);
   }
   __device__ unsigned level_of(index_t t) const {
     return cuda::atomic_ref<unsigned, cuda::thread_scope_device>(level[t]).load(cuda::memory_order_relaxed);
@@ -113,8 +112,11 @@ __device__ state_t<Op> channel_look_back(const Op& op, const channel_tile_status
     }
     __nanosleep(32);
   }
-  // The states behind the levels seen (by any lane) are read after them.
+  // The states behind the levels seen are read after them: each lane's acquire fence follows its own
+  // level loads, and the warp barrier orders them before every lane's state loads (a lane reads states of
+  // tiles whose levels other lanes saw).
   cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+  __syncwarp();
   S prefix = load_state(st.inclusive + from * warp_threads + lane);
   constexpr int batch = sizeof(S) <= 8 ? 16 : 8;
   for (index_t m = from + 1; m < t; m += batch) {
@@ -185,7 +187,7 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
 
   S carry = start;
   if (item > first) {
-    status.publish(status.aggregate, item, total, 1);
+    if (!last) status.publish(status.aggregate, item, total, 1);  // a group's last tile has no successor
     carry = channel_look_back(op, status, first, item);
   }
   const S inclusive = op(carry, total);
@@ -206,6 +208,8 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
   }
 }
 
+/// A tile waits only on lower blocks (its group's earlier tiles), assumed to start first: CUDA does not
+/// promise it; CUB's DeviceScan and lookback.cuh assume the same.
 /// Tile j of group g, from `blockIdx.x` round by round (tile j of every group before any tile j + 1: the
 /// device's resident tiles spread over all groups; group by group, they crowded into one group's and its
 /// look-backs ran hundreds of tiles deep: 32% of copy). Tile j covers positions [j * a.segment, (j + 1) *
