@@ -114,7 +114,8 @@ double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, 
     const mat2& i0 = init.host[std::size_t(s)];
     const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
     const ref2 total = ptest::reference_scan(
-        length(s), f.exclusive, f.reverse, start, [&](const ref2& c, index_t t) { return times(x.host[where(s, t)], c); },
+        length(s), f.exclusive, f.reverse, start,
+        [&](const ref2& c, index_t t) { return times(x.host[where(s, t)], c); },
         [&](index_t t, const ref2& c) { add(y.host[where(s, t)], c); });
     if (f.with_final) add(fin.host[std::size_t(s)], total);
   }

@@ -9,9 +9,10 @@
 //
 // A tile's 32 states are published as plain values, a warp barrier, then a level for the tile that
 // look-backs poll (1: aggregates out, 2: inclusive prefixes out), stored with release semantics. A block
-// publishes before it stores any output, so the release waits only for the states. (Flagged words instead, as lookback.cuh's, need every value zeroed
-// before the launch and twice the bytes: 66.7 / 72.4%. Without fences, unsafe: 77.8 / 81.5%, the fences'
-// cost; without the look-back, wrong: 89.8 / 90.4%, its cost.)
+// publishes before it stores any output, so the release waits only for the states. (Flagged words
+// instead, as lookback.cuh's, need every value zeroed before the launch and twice the bytes: 66.7 /
+// 72.4%. Without fences, unsafe: 77.8 / 81.5%, the fences' cost; without the look-back, wrong: 89.8 /
+// 90.4%, its cost.)
 // Deterministic: each lane folds aggregates strictly left to right from the nearest inclusive prefix, so
 // every prefix is the sequential fold of the start state and the tiles' aggregates (lookback.cuh).
 //
