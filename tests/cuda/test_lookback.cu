@@ -60,40 +60,9 @@ parascan::sequences<E> view_of(E* p, index_t count, index_t T, index_t shift) {
   return count == 1 ? parascan::single(p + shift, T) : parascan::bdt(p + shift, 1, count, T);
 }
 
-/// Runs the 2x2 matrix scan of `view(x)` into `view(y)` (sequence s at steps [offsets[s], offsets[s + 1])
-/// of the buffers) with the options `f`, outputs poisoned first, and returns its error against the fp64
-/// sequential reference (the final states included).
-template <class View>
-double scan_mat2(View&& view, const std::vector<index_t>& offsets, const ptest::scan_flags& f) {
-  const std::size_t n = std::size_t(offsets.back()), sequences = offsets.size() - 1;
-  ptest::buffer<mat2> x(n), y(n), init(sequences), fin(sequences);
-  ptest::fill(x, random_mat2);
-  ptest::fill(init, random_mat2);
-  ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
-  ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
-  auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
-  parascan::prefix_scan(ptest::exec(), matmul2{}, view(x.data()), view(y.data()), opts);
-  y.download();
-  fin.download();
-  ptest::error_meter err;
-  const auto add = [&](const mat2& got, const ref2& ref) {
-    for (int i = 0; i < 4; ++i) err.add(got.v[i], ref.v[i]);
-  };
-  for (std::size_t s = 0; s < sequences; ++s) {
-    const mat2& i0 = init.host[s];
-    const ref2 start = f.with_initial ? ref2{{i0.v[0], i0.v[1], i0.v[2], i0.v[3]}} : ref2{{1, 0, 0, 1}};
-    const index_t o = offsets[s];
-    const ref2 total = ptest::reference_scan(
-        offsets[s + 1] - o, f.exclusive, f.reverse, start,
-        [&](const ref2& c, index_t t) { return times(x.host[std::size_t(o + t)], c); },
-        [&](index_t t, const ref2& c) { add(y.host[std::size_t(o + t)], c); });
-    if (f.with_final) add(fin.host[s], total);
-  }
-  return err.relative();
-}
-
-/// As scan_mat2, for views whose elements are not laid out sequence after sequence: `count` sequences,
-/// sequence s of length(s) steps, its step t at where(s, t) of `n`-element buffers.
+/// Runs the 2x2 matrix scan of `view(x)` into `view(y)` with the options `f`, outputs poisoned first, and
+/// returns its error against the fp64 sequential reference (the final states included): `count`
+/// sequences, sequence s of length(s) steps, its step t at where(s, t) of `n`-element buffers.
 template <class View, class Length, class Where>
 double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, Where&& where,
                     const ptest::scan_flags& f) {
@@ -120,6 +89,15 @@ double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, 
     if (f.with_final) add(fin.host[std::size_t(s)], total);
   }
   return err.relative();
+}
+
+/// The same for sequences laid out one after another: sequence s at steps [offsets[s], offsets[s + 1]).
+template <class View>
+double scan_mat2(View&& view, const std::vector<index_t>& offsets, const ptest::scan_flags& f) {
+  return scan_mat2_at(
+      view, std::size_t(offsets.back()), index_t(offsets.size()) - 1,
+      [&](index_t s) { return offsets[std::size_t(s) + 1] - offsets[std::size_t(s)]; },
+      [&](index_t s, index_t t) { return std::size_t(offsets[std::size_t(s)] + t); }, f);
 }
 
 TEST_CASE("look-back: 2x2 matrix products (16-byte states, non-commutative), long sequences, every option") {

@@ -81,6 +81,20 @@ struct affine_layout {
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
 
+/// Runs a walk (a generic callable of two tags) instantiated for the inputs' alignment and the exclusive
+/// option (shared by the affine walk and the chain walk, chain_walk.cuh).
+template <class Walk>
+__device__ __forceinline__ void walk_instantiated(bool aligned, bool exclusive, Walk&& walk) {
+  if (aligned && exclusive)
+    walk(std::true_type{}, std::true_type{});
+  else if (aligned)
+    walk(std::true_type{}, std::false_type{});
+  else if (exclusive)
+    walk(std::false_type{}, std::true_type{});
+  else
+    walk(std::false_type{}, std::false_type{});
+}
+
 /// The N lanes of a sequence (this one `rank`) copy LINES lines of N scalars (`src`: N apart) into shared
 /// memory (`dst`: STRIDE apart) without waiting: 16-byte pieces when `pieces`, else scalars.
 template <class S, int N, int LINES, int STRIDE>
@@ -207,15 +221,7 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
     if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
     return;
   }
-  const bool aligned = __all_sync(0xffffffffu, w_pieces && b_pieces);
-  if (aligned && a.exclusive)
-    walk(std::true_type{}, std::true_type{});
-  else if (aligned)
-    walk(std::true_type{}, std::false_type{});
-  else if (a.exclusive)
-    walk(std::false_type{}, std::true_type{});
-  else
-    walk(std::false_type{}, std::false_type{});
+  walk_instantiated(__all_sync(0xffffffffu, w_pieces && b_pieces), a.exclusive, walk);
   if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
 }
 

@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "../matrix_form.hpp"
-#include "affine.cuh"  // is_dense_of, walk_ahead, launch_walk
+#include "affine.cuh"  // is_dense_of, walk_ahead, walk_instantiated, launch_walk
 #include "device.cuh"  // segment_args, multiprocessors, allow_dynamic_shared
 #include "matrix.cuh"  // lane_vector loads, widest_vector
 
@@ -200,15 +200,7 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
     if (active && a.final != nullptr) write(reinterpret_cast<S*>(&a.final[s]));
     return;
   }
-  const bool aligned = __all_sync(0xffffffffu, pieces);
-  if (aligned && a.exclusive)
-    walk(std::true_type{}, std::true_type{});
-  else if (aligned)
-    walk(std::true_type{}, std::false_type{});
-  else if (a.exclusive)
-    walk(std::false_type{}, std::true_type{});
-  else
-    walk(std::false_type{}, std::false_type{});
+  walk_instantiated(__all_sync(0xffffffffu, pieces), a.exclusive, walk);
   if (active && a.final != nullptr) write(reinterpret_cast<S*>(&a.final[s]));
 }
 
