@@ -80,6 +80,18 @@ struct long_sequences : Base {
   static constexpr index_t long_from = index_t(FromTiles) * 32 * Long::items;
 };
 
+/// A policy whose prefix scans of whole sequences of at least `FromSteps` steps (enough of them to fill the
+/// device) run a block a sequence, `Stream`'s threads x items a tile, loaded straight into registers
+/// (cuda/block_stream.cuh); the rest run `Base`. Measured on an H100 (fp32 linear recurrence over (8, 1536,
+/// T), % of cudaMemcpy, 2026-11-22): 1024 x 4 at two blocks a multiprocessor reached 99.4 / 100 / 99.5 /
+/// 98.2% by hand at T = 4096 / 8192 / 16384 / 65536, where the warp pipeline reads 94 / 95 / 95 / 96%.
+template <class Base, index_t FromSteps, class Stream>
+struct streamed_sequences : Base {
+  static_assert(Stream::combine == combine_variant::block, "streamed_sequences: the stream is a block a sequence");
+  using stream_policy = Stream;
+  static constexpr index_t stream_from = FromSteps;
+};
+
 /// A policy whose prefix scans of few long sequences, which run in a single pass with a decoupled
 /// look-back (cuda/lookback.cuh), use block tiles of `Tiles` (threads, items, resident blocks), the rest
 /// `Base`. Without it, the look-back's tiles are 512 threads of 16 steps (24 where every input is 2
@@ -93,6 +105,10 @@ struct single_pass_tiles : Base {
 };
 
 namespace detail {
+template <class Policy, class = void>
+struct has_stream_policy : std::false_type {};
+template <class Policy>
+struct has_stream_policy<Policy, std::void_t<typename Policy::stream_policy>> : std::true_type {};
 template <class Policy, class = void>
 struct has_long_policy : std::false_type {};
 template <class Policy>
@@ -130,8 +146,11 @@ struct widened<Policy, Items, true> {
 /// thread needs, so the resident blocks drop by a quarter (8 -> 6 for the pair policy: bf16 linear
 /// recurrences over (8, 1536, T) went from 59 / 82 / 93 / 95% to 61 / 88 / 97 / 98% of a float4 copy at
 /// T = 1024 / 4096 / 16384 / 65536 on an H200, bench/policy_sweep.cu).
+/// A policy that already has the items is kept whole (its stream, streamed_sequences, included; a widened
+/// one runs without it).
 template <class Policy, int Items>
-using with_items_at_least = typename detail::widened<Policy, Items>::type;
+using with_items_at_least =
+    std::conditional_t<(Policy::items >= Items), Policy, typename detail::widened<Policy, Items>::type>;
 
 /// How large an operator's state is, which drives the default tuning.
 enum class state_family { scalar, pair, wide, matrix };
@@ -190,12 +209,14 @@ struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
       family == state_family::scalar,
-      long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4,
-                     cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
+      streamed_sequences<long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4,
+                                        cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
+                         16384, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
       std::conditional_t<
           family == state_family::pair,
-          long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
-                         cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
+          streamed_sequences<long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
+                                            cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
+                             4096, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
           std::conditional_t<
               family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
               std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,

@@ -6,6 +6,7 @@
 #include "support/harness.hpp"
 
 #include <Eigen/Dense>
+#include <parascan/ops/linear_recurrence.hpp>
 
 namespace {
 
@@ -202,5 +203,73 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
         CHECK(run_matrix_case<parascan::use_default_policy, K>(view, view, x, y, init, fin, f, reduce) <=
               1e-6 * (8 + 2 * std::sqrt(double(long_rows))) * K);
       }
+  }
+}
+
+TEST_CASE("streamed sequences: a block a long sequence, vector loads, every option") {
+  // Enough sequences for two waves of blocks (block_stream.cuh), lengths on the tile grid and off it (the
+  // last tile ragged), and views the stream declines (strided time, packed): matrices, so that an order
+  // error shows. The base pointer one element on makes every load element by element.
+  constexpr int K = 2;
+  using M = mat<K>;
+  using streamed = parascan::streamed_sequences<parascan::cuda_policy<64, 2, parascan::combine_variant::warp>, 64,
+                                                parascan::cuda_policy<256, 2, parascan::combine_variant::block, 1, 1>>;
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const index_t D = 2 * sms + 7;
+  for (const index_t T : {512, 1000, 3000})
+    for (const index_t skew : {0, 1}) {
+      REQUIRE(parascan::runs_stream(2 * D, T, sms, 1, 64, 512));
+      ptest::buffer<M> x(std::size_t(2 * D * T + 1)), y(std::size_t(2 * D * T + 1)), init(std::size_t(2 * D)),
+          fin(std::size_t(2 * D));
+      ptest::fill(x, random_mat<K>);
+      ptest::fill(init, random_mat<K>);
+      const auto view = [&](M* p) { return parascan::bdt(p + skew, 2, D, T); };
+      for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
+                            ptest::scan_flags{false, true, false, true}, ptest::scan_flags{true, false, true, false}}) {
+        INFO("bdt (2, " << D << ", " << T << ") skew " << skew << ", " << ptest::describe(f));
+        CHECK(run_matrix_case<streamed, K>(view, view, x, y, init, fin, f, false) <=
+              1e-6 * (8 + 2 * std::sqrt(double(T))) * K);
+      }
+    }
+  // Views the stream does not take run the warp policy, whatever their length.
+  check_strategy<streamed, K>(false);
+}
+
+TEST_CASE("streamed sequences: the fp32 linear recurrence under its default policy") {
+  // (2, 1536, 4096) fills the device twice over: the default policy streams it (1024 x 4 tiles), in 16-byte
+  // vectors, or element by element from a base pointer one element on.
+  const index_t B = 2, D = 1536, T = 4096, n = B * D * T;
+  ptest::buffer<float> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1)), init(std::size_t(B * D)),
+      fin(std::size_t(B * D));
+  ptest::fill(a, [] { return float(ptest::uniform(0.9, 1.0)); });
+  ptest::fill(b, [] { return float(ptest::normal()); });
+  ptest::fill(init, [] { return float(ptest::normal()); });
+  ptest::fill(fin, [] { return NAN; });  // read back even where not written
+  for (const index_t skew : {0, 1})
+  for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true}}) {
+    INFO("bdt (2, 1536, 4096) skew " << skew << ", " << ptest::describe(f));
+    ptest::fill(x, [] { return NAN; });
+    parascan::options<float> opts;
+    opts.exclusive = f.exclusive, opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    opts.final = f.with_final ? fin.data() : nullptr;
+    parascan::linear_recurrence(ptest::exec(), parascan::bdt<const float>(a.data() + skew, B, D, T),
+                                parascan::bdt<const float>(b.data() + skew, B, D, T),
+                                parascan::bdt(x.data() + skew, B, D, T), opts);
+    x.download();
+    fin.download();
+    ptest::error_meter err;
+    for (index_t s = 0; s < B * D; ++s) {
+      double state = f.with_initial ? init.host[std::size_t(s)] : 0.0;
+      for (index_t k = 0; k < T; ++k) {
+        const std::size_t i = std::size_t(skew + s * T + (f.reverse ? T - 1 - k : k));
+        if (f.exclusive) err.add(x.host[i], state);
+        state = double(a.host[i]) * state + double(b.host[i]);
+        if (!f.exclusive) err.add(x.host[i], state);
+      }
+      if (f.with_final) err.add(fin.host[std::size_t(s)], state);
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
   }
 }

@@ -2,7 +2,11 @@
 // batch, the tile and resident groups, and when and how sequences are split into segments.
 #include <doctest/doctest.h>
 
+#include <parascan/ops/basic.hpp>
+#include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/plan.hpp>
+
+#include <type_traits>
 
 namespace {
 
@@ -215,6 +219,27 @@ TEST_CASE("plan: long tiles from one tile short of the threshold, unless their r
   CHECK(!runs_long_tiles(2048, 4096, 256, 512));
   CHECK(runs_long_tiles(3584, 4096, 256, 512));
   CHECK(runs_long_tiles(4096, 4096, 256, 512));
+}
+
+TEST_CASE("plan: a block a sequence for long whole sequences, two waves of them, little padding") {
+  using parascan::runs_stream;
+  constexpr int sms = 132;
+  // fp32 pairs' default: 1024 x 4 tiles, two blocks a multiprocessor, from 4096 steps.
+  CHECK(runs_stream(8 * 1536, 4096, sms, 2, 4096, 4096));
+  CHECK(runs_stream(8 * 1536, 65536, sms, 2, 4096, 4096));
+  CHECK(!runs_stream(8 * 1536, 2048, sms, 2, 4096, 4096));   // under the threshold
+  CHECK(!runs_stream(8 * 1536, 5000, sms, 2, 4096, 4096));   // 3192 steps of padding
+  CHECK(!runs_stream(8 * 1536, 50000, sms, 2, 4096, 4096));  // 3248 of 50000: over 1/16
+  CHECK(runs_stream(8 * 1536, 61000, sms, 2, 4096, 4096));   // 2440 of 61000: under 1/16
+  CHECK(runs_stream(2 * sms * 2, 8192, sms, 2, 4096, 4096));
+  CHECK(!runs_stream(2 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under two waves: split instead
+  CHECK(!runs_stream(16, 1 << 24, sms, 2, 4096, 4096));
+  // The policies: fp32 pairs stream from 4096 steps, scalars from 16384; a widened policy (bf16) does not.
+  using pairs = parascan::default_policy_t<parascan::ops::linear_recurrence<float>, parascan::arch::sm90>;
+  static_assert(pairs::stream_from == 4096 && pairs::stream_policy::tile == 4096);
+  static_assert(parascan::default_policy_t<parascan::ops::sum<float>, parascan::arch::sm90>::stream_from == 16384);
+  static_assert(std::is_same<parascan::with_items_at_least<pairs, 4>, pairs>::value);
+  static_assert(!parascan::detail::has_stream_policy<parascan::with_items_at_least<pairs, 8>>::value);
 }
 
 TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {

@@ -64,13 +64,25 @@ struct block_group {
     parity_ ^= 1;
     if (lane == warp_threads - 1) totals[warp] = in_warp.total;
     __syncthreads();
-    // Every thread folds the (few) warp totals itself: no second barrier, and every thread knows the block
-    // total (the running carry then needs no broadcast; the look-back's callback broadcasts its prefix).
+    // Every warp scans the warp totals itself: no second barrier, and every thread knows the block total
+    // (the running carry then needs no broadcast; the look-back's callback broadcasts its prefix). A few
+    // totals are folded in turn; from 8, across the lanes (log2 combines a thread, not warps - 1).
     S block_total = totals[0], before_warp = totals[0];  // before_warp: warps > 0 only
+    if constexpr (warps >= 8 && shuffles_state<S>) {
+      S v = lane < warps ? totals[lane] : op.identity();
 #pragma unroll
-    for (int w = 1; w < warps; ++w) {
-      if (w == warp) before_warp = block_total;
-      block_total = op(block_total, totals[w]);
+      for (int d = 1; d < warps; d *= 2) {
+        const S earlier = shuffle_up(v, d);
+        if (lane >= d) v = op(earlier, v);
+      }
+      block_total = shuffle_from(v, warps - 1);
+      before_warp = shuffle_from(v, warp == 0 ? 0 : warp - 1);
+    } else {
+#pragma unroll
+      for (int w = 1; w < warps; ++w) {
+        if (w == warp) before_warp = block_total;
+        block_total = op(block_total, totals[w]);
+      }
     }
     const S before_tile = prefix(block_total);
     return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp.exclusive);

@@ -89,7 +89,10 @@ struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr std::size_t scratch = sizeof(typename Group::template temp_storage<state_t<Op>>);
   static constexpr std::size_t room = scratch < 46 * 1024 ? 46 * 1024 - scratch : 0;
   static constexpr int fitting = int(room / (std::size_t(stage_bytes) * warps));
-  static constexpr bool used = Group::warp_contiguous && fitting >= (STAGES < 2 ? STAGES : 2);
+  // A block group under one stage loads straight into registers (vectors, warp_io.cuh's lift_direct): the
+  // other resident blocks overlap its loads, and no stage is written and read again.
+  static constexpr int fewest = Group::kind == group_kind::block && STAGES < 2 ? 2 : (STAGES < 2 ? STAGES : 2);
+  static constexpr bool used = Group::warp_contiguous && fitting >= fewest;
   static constexpr int stages = used && fitting < STAGES ? fitting : STAGES;
   static constexpr std::size_t per_warp = std::size_t(stage_bytes) * stages;
   static constexpr std::size_t bytes = used ? per_warp * warps : 16;
@@ -247,6 +250,10 @@ void launch_segments(const segment_args<Op, Pack, Outs>& a, index_t groups, cuda
   detail::check_launch("parascan segment_kernel");
 }
 
+/// Long whole sequences a block each (block_stream.cuh, included at the end of this file).
+template <class Stream, bool WRITE, class Op, class Pack, class Outs>
+bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream);
+
 /// The single-pass look-back (lookback.cuh, included at the end of this file).
 template <class Tiles, class Op, class Pack, class Outs>
 bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
@@ -298,6 +305,13 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                  plan.describe().c_str());
   constexpr int per_group = Group::sequences_per_group;
   constexpr pass whole = WRITE ? pass::scan : pass::reduce;
+  if constexpr (WRITE && Group::kind == group_kind::warp && detail::has_stream_policy<Policy>::value) {
+    using Stream = typename Policy::stream_policy;  // long whole sequences, a block each (block_stream.cuh)
+    if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
+                    index_t(Stream::tile)) &&
+        run_stream<Stream, WRITE>(a, stream))
+      return;
+  }
   if (plan.splits == 1) {
     if constexpr (Group::kind == group_kind::warp && detail::has_long_policy<Policy>::value) {
       using Long = typename Policy::long_policy;  // whole long sequences: longer tiles (policy.hpp)
@@ -387,6 +401,7 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 }  // namespace parascan::engine
 
 #include "affine.cuh"
+#include "block_stream.cuh"
 #include "chain_walk.cuh"
 #include "channel_lookback.cuh"
 #include "lookback.cuh"

@@ -19,12 +19,22 @@ __device__ __forceinline__ void scan_tile(Group& group, typename Group::template
                                           Prefix& prefix) {
   using S = state_t<Op>;
   S items[ITEMS];
-  typename raw_items<ITEMS, Op, Cursors>::type raw;  // the staged elements, for emit() (else empty)
+  typename raw_items<ITEMS, Op, Cursors>::type raw;  // the steps' elements, for emit() (else empty)
+  // Groups whose warps hold consecutive positions read their elements in registers first, from the stage
+  // or (not staged: the block group) as vector loads; the others lift each step where it lies.
+  constexpr bool kept = Group::warp_contiguous;
   if (stage != nullptr) {
     if constexpr (emits_for<Op, Cursors>::value)
       lift_staged<ITEMS>(op, in, w, first, stage, items, raw);
     else
       lift_staged<ITEMS>(op, in, w, first, stage, items);
+  } else if constexpr (kept) {
+    if constexpr (emits_for<Op, Cursors>::value) {
+      lift_direct<ITEMS>(op, in, w, first, items, raw);
+    } else {
+      typename pack_items<ITEMS, Cursors>::type v;
+      lift_direct<ITEMS>(op, in, w, first, items, v);
+    }
   } else {
     load_states<ITEMS>(op, in, w.n, first, w.end, w.reverse, items);
   }
@@ -35,7 +45,7 @@ __device__ __forceinline__ void scan_tile(Group& group, typename Group::template
     typename output_items_for<ITEMS, Outs>::type values;
     const auto put = [&](const S& state, int i) {
       if constexpr (emits_for<Op, Cursors>::value) {
-        if (stage != nullptr) return set_item(values, i, emit_item(op, state, raw, i));
+        if (kept) return set_item(values, i, emit_item(op, state, raw, i));
         const index_t p = first + i;
         if (p < w.begin || p >= w.end) return clear_item(values, i);
         set_item(values, i, emit_at(op, state, in, time_index(p, w.n, w.reverse)));

@@ -407,6 +407,94 @@ __device__ __forceinline__ void unstage_inputs(const cursor_pack<H, R...>& c, co
   unstage_inputs<ITEMS>(c.tail, w, stage + chunk_bytes<ITEMS, H>(), v.tail);
 }
 
+/// Registers for ITEMS raw elements of every input of a cursor pack.
+template <int ITEMS, class Pack>
+struct pack_items;
+template <int ITEMS, class... T>
+struct pack_items<ITEMS, cursor_pack<T...>> {
+  using type = item_values<ITEMS, T...>;
+};
+
+/// Whether a full chunk of one input can move as vector loads straight into registers, each lane its own
+/// run: contiguous, with lane runs aligned to whole pieces (a shifted input never: element by element).
+template <int ITEMS, class Cursor>
+__device__ __forceinline__ bool loads_vectors(const Cursor&, const warp_chunk<ITEMS>&) {
+  return false;
+}
+template <int ITEMS, class T>
+__device__ __forceinline__ bool loads_vectors(const cursor<const T>& c, const warp_chunk<ITEMS>& w) {
+  using L = chunk_layout<ITEMS, T>;
+  if constexpr (L::vector)
+    return c.stride == 1 && aligned_to<L::piece>(c.base + w.lowest_time());
+  else
+    return false;
+}
+template <int ITEMS>
+__device__ __forceinline__ bool loads_vectors(const cursor_pack<>&, const warp_chunk<ITEMS>&) {
+  return true;
+}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ bool loads_vectors(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w) {
+  return loads_vectors<ITEMS>(c.head, w) && loads_vectors<ITEMS>(c.tail, w);
+}
+
+/// A lane's run of a full chunk of one input, memory order, as vector loads (loads_vectors holds).
+template <int ITEMS, class Cursor, class T>
+__device__ __forceinline__ void load_run(const Cursor&, const warp_chunk<ITEMS>&, T (&)[ITEMS]) {}
+template <int ITEMS, class T>
+__device__ __forceinline__ void load_run(const cursor<const T>& c, const warp_chunk<ITEMS>& w, T (&mem)[ITEMS]) {
+  using L = chunk_layout<ITEMS, T>;
+  if constexpr (L::vector) {
+    using piece_t = typename piece_of<L::piece>::type;
+    const int lane = int(threadIdx.x) % 32;
+    const piece_t* src =
+        reinterpret_cast<const piece_t*>(c.base + w.lowest_time()) + (w.reverse ? 31 - lane : lane) * L::pieces_per_lane;
+    piece_t pieces[L::pieces_per_lane];
+#pragma unroll
+    for (int q = 0; q < L::pieces_per_lane; ++q) pieces[q] = src[q];
+    std::memcpy(mem, pieces, sizeof mem);
+  }
+}
+/// A thread's ITEMS elements of one input, scan order, element by element (positions outside the chunk's
+/// valid range read nothing and hold T{}).
+template <int ITEMS, class Cursor, class T>
+__device__ __forceinline__ void load_elements(const Cursor& c, const warp_chunk<ITEMS>& w, index_t first,
+                                              T (&v)[ITEMS]) {
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) v[j] = w.valid(first + j) ? T(c[time_index(first + j, w.n, w.reverse)]) : T{};
+}
+
+template <int ITEMS>
+__device__ __forceinline__ void load_runs(const cursor_pack<>&, const warp_chunk<ITEMS>&, item_values<ITEMS>&) {}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ void load_runs(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w,
+                                          item_values<ITEMS, H, R...>& v) {
+  load_run<ITEMS>(c.head, w, v.head);
+  load_runs<ITEMS>(c.tail, w, v.tail);
+}
+/// Memory order -> scan order (reverse chunks: each lane's run back to front), once every load is issued.
+template <int ITEMS>
+__device__ __forceinline__ void reverse_runs(item_values<ITEMS>&) {}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ void reverse_runs(item_values<ITEMS, H, R...>& v) {
+#pragma unroll
+  for (int j = 0; j < ITEMS / 2; ++j) {
+    const auto t = v.head[j];
+    v.head[j] = v.head[ITEMS - 1 - j];
+    v.head[ITEMS - 1 - j] = t;
+  }
+  reverse_runs<ITEMS>(v.tail);
+}
+template <int ITEMS>
+__device__ __forceinline__ void load_elements(const cursor_pack<>&, const warp_chunk<ITEMS>&, index_t,
+                                              item_values<ITEMS>&) {}
+template <int ITEMS, class H, class... R>
+__device__ __forceinline__ void load_elements(const cursor_pack<H, R...>& c, const warp_chunk<ITEMS>& w, index_t first,
+                                              item_values<ITEMS, H, R...>& v) {
+  load_elements<ITEMS>(c.head, w, first, v.head);
+  load_elements<ITEMS>(c.tail, w, first, v.tail);
+}
+
 template <class Op, int ITEMS, class... Read>
 __device__ __forceinline__ state_t<Op> lift_item(const Op& op, const item_values<ITEMS>&, int, const Read&... read) {
   return lift(op, read...);
@@ -461,6 +549,24 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
                                             index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS]) {
   item_values<ITEMS, T...> v;
   lift_staged<ITEMS>(op, in, w, first, stage, items, v);
+}
+
+/// Lifts the thread's steps [first, first + ITEMS) of its warp's chunk `w` from inputs loaded straight into
+/// registers (vectors where every input allows, loads_vectors), keeping their raw elements in `v`; positions outside [w.begin, w.end) are the
+/// identity.
+template <int ITEMS, class Op, class... T>
+__device__ __forceinline__ void lift_direct(const Op& op, const cursor_pack<T...>& in, const warp_chunk<ITEMS>& w,
+                                            index_t first, state_t<Op> (&items)[ITEMS], item_values<ITEMS, T...>& v) {
+  if (w.full() && loads_vectors<ITEMS>(in, w)) {  // every input's loads issued before any is reordered
+    load_runs<ITEMS>(in, w, v);
+    if (w.reverse) reverse_runs<ITEMS>(v);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
+  } else {
+    load_elements<ITEMS>(in, w, first, v);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) items[i] = w.valid(first + i) ? lift_item(op, v, i) : op.identity();
+  }
 }
 
 /// Writes the thread's outputs for steps [first, first + ITEMS) of its warp's chunk `w`. A full, aligned

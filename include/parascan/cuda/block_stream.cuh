@@ -1,0 +1,99 @@
+// Long whole sequences streamed by a block each (accelerated-scan's shape): every thread loads its ITEMS
+// consecutive steps of every input straight into registers as 16-byte vectors, the block scans its tile of
+// THREADS * ITEMS steps (thread fold, warp shuffles, warp totals through shared memory, one barrier a
+// tile: block.cuh's block_group) from the running carry, and the next tile follows. No shared-memory
+// stages: the other resident blocks (two of 1024 threads a multiprocessor) keep loads in flight while one
+// synchronises, and a block's whole tile is requested at once, 16 KiB of each fp32 input.
+//
+// Why not a warp a sequence with its cp.async pipeline (the default below this length): it keeps every
+// resident warp on its own sequence, 4096 streams of 1 KiB requests on an H100, and reached 94-96% of
+// cudaMemcpy at T = 4096 .. 65536, where the same traffic as 264 streams of 16 KiB requests reaches 98-100%
+// (H100, fp32 linear recurrence over (8, 1536, T), 2026-11-22).
+//
+// The grid is (n1, n0) over the batch axes, so that a block finds its sequence without a division.
+#pragma once
+
+#include <cstdio>
+#include <limits>
+
+#include "device.cuh"
+
+namespace parascan::engine {
+
+template <class Tag>
+struct is_shifted_tag : std::false_type {};
+template <class T, class B>
+struct is_shifted_tag<shifted_tag<T, B>> : std::true_type {};
+/// Whether no input of a pack is shifted (a shifted input's boundary is read element by element).
+template <class Pack>
+struct plain_input_pack : std::false_type {};
+template <class... T>
+struct plain_input_pack<input_pack<T...>> : std::bool_constant<(!is_shifted_tag<T>::value && ...)> {};
+
+template <int THREADS, int ITEMS, int MIN_BLOCKS, bool WRITE, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segment_args<Op, Pack, Outs> a) {
+  using S = state_t<Op>;
+  using Group = block_group<THREADS>;
+  using temp_t = typename Group::template temp_storage<S>;
+  __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
+  temp_t& temp = *reinterpret_cast<temp_t*>(temp_bytes);
+  Group group;
+
+  const batch_position at{index_t(blockIdx.y), index_t(blockIdx.x)};
+  const index_t s = at.i0 * index_t(gridDim.x) + at.i1;
+  const index_t n = a.in.head.length_at(at);
+  const auto in = bind_at(a.in, at, s);
+  decltype(bind_outputs(a.out, 0)) out{};
+  if constexpr (WRITE) out = bind_outputs_at(a.out, at);
+
+  S carry = start_state(a.op, a.initial, s);
+  running_prefix<Op> prefix{a.op, carry};
+  constexpr index_t tile = index_t(THREADS) * ITEMS;
+  const index_t offset = index_t(threadIdx.x) * ITEMS;
+  const index_t warp_offset = offset - index_t(threadIdx.x % warp_threads) * ITEMS;
+  for (index_t base = 0; base < n; base += tile)
+    scan_tile<ITEMS, WRITE>(group, temp, a.op, in, out, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse},
+                            base + offset, nullptr, 0, a.exclusive, prefix);
+
+  if (threadIdx.x != 0) return;
+  if (a.final != nullptr) a.final[s] = project(a.op, carry);
+  if (a.final_states != nullptr) a.final_states[s] = carry;
+}
+
+/// Whether every view is uniform (not packed) and contiguous in time: what the stream's vector loads and
+/// stores need (anything else would move element by element, slower than the warp pipeline).
+template <class Pack>
+bool contiguous_in_time(const Pack& pack) {
+  bool all = true;
+  for_each_view(pack, [&](const auto& v) { all = all && !underlying(v).packed() && underlying(v).time_stride == 1; });
+  return all;
+}
+inline bool contiguous_in_time(const output_pack<>&) { return true; }
+template <class H, class... R>
+bool contiguous_in_time(const output_pack<H, R...>& p) {
+  return !p.head.packed() && p.head.time_stride == 1 && contiguous_in_time(p.tail);
+}
+
+/// Runs whole sequences under the policy's stream (a block each, `Stream`'s threads, items and resident
+/// blocks) when the batch allows it: plain (not shifted) inputs, every view uniform and contiguous in
+/// time, at most 65535 sequences on the first batch axis. Returns false otherwise (nothing launched).
+template <class Stream, bool WRITE, class Op, class Pack, class Outs>
+bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
+  if constexpr (!plain_input_pack<Pack>::value) {
+    return false;
+  } else {
+    const index_t n0 = a.in.head.extent[0], n1 = a.in.head.extent[1];
+    if (a.count == 0 || n0 * n1 != a.count || n0 > 65535 || n1 > std::numeric_limits<int>::max() ||
+        !contiguous_in_time(a.in) || !contiguous_in_time(a.out))
+      return false;
+    if (log_plans())
+      std::fprintf(stderr, "parascan: long sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
+                   Stream::items);
+    stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE>
+        <<<dim3(unsigned(n1), unsigned(n0)), Stream::threads, 0, stream>>>(a);
+    detail::check_launch("parascan stream_kernel");
+    return true;
+  }
+}
+
+}  // namespace parascan::engine
