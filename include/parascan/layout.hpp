@@ -10,6 +10,8 @@
 // [offsets[i0], offsets[i0+1]) of the buffer; axis 1 (channels) works as above; s0 is unused.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "config.hpp"
@@ -63,6 +65,16 @@ struct sequences {
   PARASCAN_HD parascan::cursor<T> cursor_of(index_t s) const { return {begin_of(s), time_stride}; }
   /// (The sequence number is unused here; shifted_sequences::cursor_at needs it for per-sequence boundaries.)
   PARASCAN_HD parascan::cursor<T> cursor_at(batch_position p, index_t) const { return {begin_at(p), time_stride}; }
+
+  /// Whether every sequence starts on a multiple of `bytes` (the base and both batch strides; never
+  /// claimed for packed layouts).
+  bool starts_aligned_to(std::size_t bytes) const {
+    const auto fits = [&](index_t elements) {
+      return std::size_t(elements < 0 ? -elements : elements) * sizeof(T) % bytes == 0;
+    };
+    return offsets == nullptr && reinterpret_cast<std::uintptr_t>(data) % bytes == 0 && fits(stride[0]) &&
+           fits(stride[1]);
+  }
 
   /// The same sequences, read-only.
   template <class U = T, std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value, int> = 0>

@@ -209,7 +209,7 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
 TEST_CASE("streamed sequences: a block a long sequence, vector loads, every option") {
   // Enough sequences for two waves of blocks (block_stream.cuh), lengths on the tile grid and off it (the
   // last tile ragged), and views the stream declines (strided time, packed): matrices, so that an order
-  // error shows. The base pointer one element on makes every load element by element.
+  // error shows. 16-byte matrices stay aligned one element on.
   constexpr int K = 2;
   using M = mat<K>;
   using streamed = parascan::streamed_sequences<parascan::cuda_policy<64, 2, parascan::combine_variant::warp>, 64,
@@ -237,8 +237,8 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
 }
 
 TEST_CASE("streamed sequences: the fp32 linear recurrence under its default policy") {
-  // (2, 1536, 4096) fills the device twice over: the default policy streams it (1024 x 4 tiles), in 16-byte
-  // vectors, or element by element from a base pointer one element on.
+  // (2, 1536, 4096) fills the device twice over: the default policy streams it (1024 x 4 tiles, 16-byte
+  // vectors); from a base pointer one element on, it declines and the warp pipeline runs.
   const index_t B = 2, D = 1536, T = 4096, n = B * D * T;
   ptest::buffer<float> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1)), init(std::size_t(B * D)),
       fin(std::size_t(B * D));

@@ -137,6 +137,19 @@ TEST_CASE("read-only conversion keeps the addressing") {
   }
 }
 
+TEST_CASE("starts_aligned_to: the base and both batch strides, never a packed view") {
+  alignas(16) static float buf[4 * 6 * 8 + 4];
+  CHECK(parascan::bdt(buf, 4, 6, 8).starts_aligned_to(16));       // sequences 32 bytes apart
+  CHECK(!parascan::bdt(buf + 1, 4, 6, 8).starts_aligned_to(16));  // the base one element on
+  CHECK(parascan::bdt(buf + 1, 4, 6, 8).starts_aligned_to(4));
+  CHECK(!parascan::bdt(buf, 4, 6, 5).starts_aligned_to(16));      // 20 bytes apart
+  CHECK(parascan::bdt(buf, 4, 6, 5).starts_aligned_to(4));
+  CHECK(parascan::single(buf, 7).starts_aligned_to(16));
+  CHECK(!parascan::btd(buf, 4, 8, 6).starts_aligned_to(16));      // channels one element apart
+  const parascan::index_t offsets[] = {0, 4, 8};
+  CHECK(!parascan::packed_td(buf, offsets, 2, 4).starts_aligned_to(16));
+}
+
 TEST_CASE("64-bit offsets: elements past 2^31 and 2^32 are addressed without overflow") {
   using E = float;
   constexpr std::uint64_t e = sizeof(E);
