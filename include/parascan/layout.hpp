@@ -66,14 +66,14 @@ struct sequences {
   /// (The sequence number is unused here; shifted_sequences::cursor_at needs it for per-sequence boundaries.)
   PARASCAN_HD parascan::cursor<T> cursor_at(batch_position p, index_t) const { return {begin_at(p), time_stride}; }
 
-  /// Whether every sequence starts on a multiple of `bytes` (the base and both batch strides; never
-  /// claimed for packed layouts).
+  /// Whether every sequence starts on a multiple of `bytes` (the base, and the stride of each batch axis
+  /// with more than one sequence; never claimed for packed layouts).
   bool starts_aligned_to(std::size_t bytes) const {
-    const auto fits = [&](index_t elements) {
-      return std::size_t(elements < 0 ? -elements : elements) * sizeof(T) % bytes == 0;
+    const auto fits = [&](int axis) {
+      const index_t e = stride[axis] < 0 ? -stride[axis] : stride[axis];
+      return extent[axis] <= 1 || std::size_t(e) * sizeof(T) % bytes == 0;
     };
-    return offsets == nullptr && reinterpret_cast<std::uintptr_t>(data) % bytes == 0 && fits(stride[0]) &&
-           fits(stride[1]);
+    return offsets == nullptr && reinterpret_cast<std::uintptr_t>(data) % bytes == 0 && fits(0) && fits(1);
   }
 
   /// The same sequences, read-only.

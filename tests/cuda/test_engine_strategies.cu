@@ -228,18 +228,20 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
       for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
                             ptest::scan_flags{false, true, false, true}, ptest::scan_flags{true, false, true, false}}) {
         INFO("bdt (2, " << D << ", " << T << ") skew " << skew << ", " << ptest::describe(f));
+        const long long before = parascan::engine::stream_launches();
         CHECK(run_matrix_case<streamed, K>(view, view, x, y, init, fin, f, false) <=
               1e-6 * (8 + 2 * std::sqrt(double(T))) * K);
+        CHECK(parascan::engine::stream_launches() == before + 1);  // it was the stream that ran
       }
     }
-  // Views the stream does not take run the warp policy, whatever their length.
+  // Small batches (under two waves of blocks) and the other layouts run the warp policy.
   check_strategy<streamed, K>(false);
 }
 
 TEST_CASE("streamed sequences: the fp32 linear recurrence under its default policy") {
-  // (2, 1536, 4096) fills the device twice over: the default policy streams it (1024 x 4 tiles, 16-byte
-  // vectors); from a base pointer one element on, it declines and the warp pipeline runs.
-  const index_t B = 2, D = 1536, T = 4096, n = B * D * T;
+  // (2, 1536, 8192) fills the device over twice: the default policy streams it (two 1024 x 4 tiles a
+  // sequence, 16-byte vectors); from a base pointer one element on, it declines and the warp pipeline runs.
+  const index_t B = 2, D = 1536, T = 8192, n = B * D * T;
   ptest::buffer<float> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1)), init(std::size_t(B * D)),
       fin(std::size_t(B * D));
   ptest::fill(a, [] { return float(ptest::uniform(0.9, 1.0)); });
@@ -248,7 +250,8 @@ TEST_CASE("streamed sequences: the fp32 linear recurrence under its default poli
   ptest::fill(fin, [] { return NAN; });  // read back even where not written
   for (const index_t skew : {0, 1})
   for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true}}) {
-    INFO("bdt (2, 1536, 4096) skew " << skew << ", " << ptest::describe(f));
+    INFO("bdt (2, 1536, 8192) skew " << skew << ", " << ptest::describe(f));
+    const long long before = parascan::engine::stream_launches();
     ptest::fill(x, [] { return NAN; });
     parascan::options<float> opts;
     opts.exclusive = f.exclusive, opts.reverse = f.reverse;
@@ -257,6 +260,7 @@ TEST_CASE("streamed sequences: the fp32 linear recurrence under its default poli
     parascan::linear_recurrence(ptest::exec(), parascan::bdt<const float>(a.data() + skew, B, D, T),
                                 parascan::bdt<const float>(b.data() + skew, B, D, T),
                                 parascan::bdt(x.data() + skew, B, D, T), opts);
+    CHECK(parascan::engine::stream_launches() == before + (skew == 0 ? 1 : 0));
     x.download();
     fin.download();
     ptest::error_meter err;

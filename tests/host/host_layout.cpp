@@ -145,6 +145,9 @@ TEST_CASE("starts_aligned_to: the base and both batch strides, never a packed vi
   CHECK(!parascan::bdt(buf, 4, 6, 5).starts_aligned_to(16));      // 20 bytes apart
   CHECK(parascan::bdt(buf, 4, 6, 5).starts_aligned_to(4));
   CHECK(parascan::single(buf, 7).starts_aligned_to(16));
+  CHECK(parascan::bdt(buf, 4, 1, 8).starts_aligned_to(16));
+  CHECK(parascan::bdt(buf, 1, 1, 5).starts_aligned_to(16));      // one sequence: its stride never counts
+  CHECK(!parascan::bdt(buf, 2, 1, 5).starts_aligned_to(16));
   CHECK(!parascan::btd(buf, 4, 8, 6).starts_aligned_to(16));      // channels one element apart
   const parascan::index_t offsets[] = {0, 4, 8};
   CHECK(!parascan::packed_td(buf, offsets, 2, 4).starts_aligned_to(16));

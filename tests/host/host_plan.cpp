@@ -230,7 +230,7 @@ TEST_CASE("plan: a block a sequence for long whole sequences, two waves of them,
   CHECK(!runs_stream(8 * 1536, 2048, sms, 2, 4096, 4096));   // under the threshold
   CHECK(!runs_stream(8 * 1536, 5000, sms, 2, 4096, 4096));   // 3192 steps of padding
   CHECK(!runs_stream(8 * 1536, 50000, sms, 2, 4096, 4096));  // 3248 of 50000: over 1/16
-  CHECK(runs_stream(8 * 1536, 61000, sms, 2, 4096, 4096));   // 2440 of 61000: under 1/16
+  CHECK(runs_stream(8 * 1536, 61000, sms, 2, 4096, 4096));   // 440 of 61000: under 1/16
   CHECK(runs_stream(2 * sms * 2, 8192, sms, 2, 4096, 4096));
   CHECK(!runs_stream(2 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under two waves: split instead
   CHECK(!runs_stream(16, 1 << 24, sms, 2, 4096, 4096));

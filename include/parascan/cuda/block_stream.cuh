@@ -13,8 +13,10 @@
 // The grid is (n1, n0) over the batch axes, so that a block finds its sequence without a division.
 #pragma once
 
+#include <atomic>
 #include <cstdio>
 #include <limits>
+#include <type_traits>
 
 #include "device.cuh"
 
@@ -60,13 +62,15 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segme
   if (a.final_states != nullptr) a.final_states[s] = carry;
 }
 
-/// Whether every view is uniform, contiguous in time, with every sequence starting on 16 bytes: what the
-/// stream's vector loads and stores need (a view off alignment would move element by element, slower than
-/// the warp pipeline, which keeps it at 0.98x the aligned speed).
+/// Whether every view is uniform, contiguous in time, with every sequence starting and ending on 16 bytes
+/// (a reverse scan's chunks are aligned to the end): what the stream's vector loads and stores need (a
+/// view off alignment would move element by element, slower than the warp pipeline, which keeps it at
+/// 0.98x the aligned speed).
 template <class V>
 bool streamable(const V& view) {
   const auto& v = underlying(view);
-  return v.time_stride == 1 && v.starts_aligned_to(16);
+  using T = std::remove_const_t<typename std::remove_reference_t<decltype(v)>::element_type>;
+  return v.time_stride == 1 && v.starts_aligned_to(16) && std::size_t(v.length) * sizeof(T) % 16 == 0;
 }
 template <class Pack>
 bool streamable_inputs(const Pack& pack) {
@@ -80,25 +84,46 @@ bool streamable_outputs(const output_pack<H, R...>& p) {
   return streamable(p.head) && streamable_outputs(p.tail);
 }
 
+/// Calls that ran the stream, in this process (for tests and diagnostics).
+inline std::atomic<long long>& stream_launches() {
+  static std::atomic<long long> count{0};
+  return count;
+}
+
+/// Whether this stream kernel keeps everything in registers on the current device (a spill at the
+/// 32-register cap of 2048 resident threads would cost more than the stream gains).
+template <class Kernel>
+bool stream_fits_registers(std::atomic<int> (&cache)[64], Kernel kernel) {
+  return cached_per_device(cache, [&](int) {
+           cudaFuncAttributes attributes{};
+           detail::cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+           return attributes.localSizeBytes == 0 ? 1 : 2;
+         }) == 1;
+}
+
 /// Runs whole sequences under the policy's stream (a block each, `Stream`'s threads, items and resident
-/// blocks) when the batch allows it: plain (not shifted) inputs, every view uniform, contiguous in time
-/// and 16-byte aligned (streamable), at most 65535 sequences on the first batch axis. Returns false
-/// otherwise (nothing launched).
+/// blocks) when the batch allows it: one or two plain (not shifted) inputs and no emit() (the measured
+/// cases: more raw elements a thread would not fit its registers), every view uniform, contiguous in time
+/// and 16-byte aligned (streamable), at most 65535 sequences on the first batch axis, a kernel without
+/// spills. Returns false otherwise (nothing launched).
 template <class Stream, bool WRITE, class Op, class Pack, class Outs>
 bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
-  if constexpr (!plain_input_pack<Pack>::value) {
+  if constexpr (!plain_input_pack<Pack>::value || Pack::size > 2 || emits_for<Op, Pack>::value) {
     return false;
   } else {
     const index_t n0 = a.in.head.extent[0], n1 = a.in.head.extent[1];
     if (a.count == 0 || n0 * n1 != a.count || n0 > 65535 || n1 > std::numeric_limits<int>::max() ||
         !streamable_inputs(a.in) || !streamable_outputs(a.out))
       return false;
+    const auto kernel = stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE, Op, Pack, Outs>;
+    static std::atomic<int> fits[64] = {};
+    if (!stream_fits_registers(fits, kernel)) return false;
     if (log_plans())
       std::fprintf(stderr, "parascan: long sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
                    Stream::items);
-    stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE>
-        <<<dim3(unsigned(n1), unsigned(n0)), Stream::threads, 0, stream>>>(a);
+    kernel<<<dim3(unsigned(n1), unsigned(n0)), Stream::threads, 0, stream>>>(a);
     detail::check_launch("parascan stream_kernel");
+    stream_launches().fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 }

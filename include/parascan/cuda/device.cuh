@@ -89,10 +89,7 @@ struct staging_plan<Group, ITEMS, STAGES, Op, input_pack<T...>> {
   static constexpr std::size_t scratch = sizeof(typename Group::template temp_storage<state_t<Op>>);
   static constexpr std::size_t room = scratch < 46 * 1024 ? 46 * 1024 - scratch : 0;
   static constexpr int fitting = int(room / (std::size_t(stage_bytes) * warps));
-  // A block group under one stage loads straight into registers (vectors, warp_io.cuh's lift_direct): the
-  // other resident blocks overlap its loads, and no stage is written and read again.
-  static constexpr int fewest = Group::kind == group_kind::block && STAGES < 2 ? 2 : (STAGES < 2 ? STAGES : 2);
-  static constexpr bool used = Group::warp_contiguous && fitting >= fewest;
+  static constexpr bool used = Group::warp_contiguous && fitting >= (STAGES < 2 ? STAGES : 2);
   static constexpr int stages = used && fitting < STAGES ? fitting : STAGES;
   static constexpr std::size_t per_warp = std::size_t(stage_bytes) * stages;
   static constexpr std::size_t bytes = used ? per_warp * warps : 16;

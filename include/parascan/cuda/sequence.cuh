@@ -20,8 +20,8 @@ __device__ __forceinline__ void scan_tile(Group& group, typename Group::template
   using S = state_t<Op>;
   S items[ITEMS];
   typename raw_items<ITEMS, Op, Cursors>::type raw;  // the steps' elements, for emit() (else empty)
-  // Groups whose warps hold consecutive positions read their elements in registers first, from the stage
-  // or (not staged: the block group) as vector loads; the others lift each step where it lies.
+  // Groups whose warps hold consecutive positions read their elements into registers first, from the stage
+  // or (not staged: the stream, or no two stages fit) as vector loads; the others lift each step in place.
   constexpr bool kept = Group::warp_contiguous;
   if (stage != nullptr) {
     if constexpr (emits_for<Op, Cursors>::value)
@@ -40,15 +40,18 @@ __device__ __forceinline__ void scan_tile(Group& group, typename Group::template
   }
   S running = group.exclusive_scan(op, thread_fold<ITEMS>(op, items), prefix, temp);
   if constexpr (WRITE) {
-    // What step i writes from its state: project(), or emit() with the step's elements (kept from the
-    // stage, or read again where the inputs were loaded directly; never at a padding position).
+    // What step i writes from its state: project(), or emit() with the step's elements (kept in registers
+    // where the group loaded them so, else read again, never at a padding position).
     typename output_items_for<ITEMS, Outs>::type values;
     const auto put = [&](const S& state, int i) {
       if constexpr (emits_for<Op, Cursors>::value) {
-        if (kept) return set_item(values, i, emit_item(op, state, raw, i));
-        const index_t p = first + i;
-        if (p < w.begin || p >= w.end) return clear_item(values, i);
-        set_item(values, i, emit_at(op, state, in, time_index(p, w.n, w.reverse)));
+        if constexpr (kept) {
+          set_item(values, i, emit_item(op, state, raw, i));
+        } else {
+          const index_t p = first + i;
+          if (p < w.begin || p >= w.end) return clear_item(values, i);
+          set_item(values, i, emit_at(op, state, in, time_index(p, w.n, w.reverse)));
+        }
       } else {
         set_item(values, i, project(op, state));
       }
