@@ -194,10 +194,11 @@ constexpr bool runs_long_tiles(index_t length, index_t long_from, index_t base_t
 /// Whether `count` whole sequences whose longest has `length` steps run a block each (streamed_sequences,
 /// `blocks` resident a multiprocessor): from `stream_from` steps, where the last tile of `tile` steps pads
 /// at most a sixteenth of the length (a 1024 x 4 tile over T = 5000 would scan 8192 steps), and with at
-/// least two waves of blocks (fewer long sequences are split over the device instead).
+/// least four waves of blocks (the last wave's idle blocks then cost at most a fifth; fewer long
+/// sequences are split over the device instead).
 constexpr bool runs_stream(index_t count, index_t length, int multiprocessors, int blocks, index_t stream_from,
                            index_t tile) {
-  return count >= 2 * index_t(multiprocessors) * blocks && length >= stream_from &&
+  return count >= 4 * index_t(multiprocessors) * blocks && length >= stream_from &&
          16 * ((length + tile - 1) / tile * tile - length) <= length;
 }
 

@@ -207,7 +207,7 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
 }
 
 TEST_CASE("streamed sequences: a block a long sequence, vector loads, every option") {
-  // Enough sequences for two waves of blocks (block_stream.cuh), lengths on the tile grid and off it (the
+  // Enough sequences for four waves of blocks (block_stream.cuh), lengths on the tile grid and off it (the
   // last tile ragged), and views the stream declines (strided time, packed): matrices, so that an order
   // error shows. 16-byte matrices stay aligned one element on.
   constexpr int K = 2;
@@ -216,7 +216,7 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
                                                 parascan::cuda_policy<256, 2, parascan::combine_variant::block, 1, 1>>;
   int sms = 0;
   REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-  const index_t D = 2 * sms + 7;
+  const index_t D = 2 * sms + 7;  // 2 * D sequences: four waves of one block a multiprocessor
   for (const index_t T : {512, 1000, 3000})
     for (const index_t skew : {0, 1}) {
       REQUIRE(parascan::runs_stream(2 * D, T, sms, 1, 64, 512));
@@ -234,12 +234,12 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
         CHECK(parascan::engine::stream_launches() == before + 1);  // it was the stream that ran
       }
     }
-  // Small batches (under two waves of blocks) and the other layouts run the warp policy.
+  // Small batches (under four waves of blocks) and the other layouts run the warp policy.
   check_strategy<streamed, K>(false);
 }
 
 TEST_CASE("streamed sequences: the fp32 linear recurrence under its default policy") {
-  // (2, 1536, 8192) fills the device over twice: the default policy streams it (two 1024 x 4 tiles a
+  // (2, 1536, 8192) fills the device over eleven times: the default policy streams it (two 1024 x 4 tiles a
   // sequence, 16-byte vectors); from a base pointer one element on, it declines and the warp pipeline runs.
   const index_t B = 2, D = 1536, T = 8192, n = B * D * T;
   ptest::buffer<float> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1)), init(std::size_t(B * D)),

@@ -221,7 +221,7 @@ TEST_CASE("plan: long tiles from one tile short of the threshold, unless their r
   CHECK(runs_long_tiles(4096, 4096, 256, 512));
 }
 
-TEST_CASE("plan: a block a sequence for long whole sequences, two waves of them, little padding") {
+TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them, little padding") {
   using parascan::runs_stream;
   constexpr int sms = 132;
   // fp32 pairs' default: 1024 x 4 tiles, two blocks a multiprocessor, from 4096 steps.
@@ -231,8 +231,8 @@ TEST_CASE("plan: a block a sequence for long whole sequences, two waves of them,
   CHECK(!runs_stream(8 * 1536, 5000, sms, 2, 4096, 4096));   // 3192 steps of padding
   CHECK(!runs_stream(8 * 1536, 50000, sms, 2, 4096, 4096));  // 3248 of 50000: over 1/16
   CHECK(runs_stream(8 * 1536, 61000, sms, 2, 4096, 4096));   // 440 of 61000: under 1/16
-  CHECK(runs_stream(2 * sms * 2, 8192, sms, 2, 4096, 4096));
-  CHECK(!runs_stream(2 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under two waves: split instead
+  CHECK(runs_stream(4 * sms * 2, 8192, sms, 2, 4096, 4096));
+  CHECK(!runs_stream(4 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under four waves: split instead
   CHECK(!runs_stream(16, 1 << 24, sms, 2, 4096, 4096));
   // The policies: fp32 pairs stream from 4096 steps, scalars from 16384; a widened policy (bf16) does not.
   using pairs = parascan::default_policy_t<parascan::ops::linear_recurrence<float>, parascan::arch::sm90>;
