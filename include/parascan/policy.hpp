@@ -182,8 +182,10 @@ struct default_policy<Op, arch::host> {
 // lost 20-25 points (register pressure at 1024 resident threads); complex64 (16-byte state) wants 4 blocks
 // of 128 threads (<= 128 registers): 93 / 100 / 101% at 1024 / 4096 / 65536. 4 x 4 matrix states did
 // best with 64-thread blocks (H100, earlier sweep). Tried and lost (H200, against cudaMemcpy's 4.26 TB/s):
-// blocks of 512 or 1024 threads a sequence (accelerated-scan's shape; 79 / 62% at 65536, a block barrier
-// per tile), and warps requesting 2 to 4 consecutive tiles at once (89-93% against 93.6% at 65536).
+// blocks of 512 or 1024 threads a sequence (accelerated-scan's shape; 79 / 62% at 65536: the block group
+// then loaded element by element and staged one stage; since its direct vector loads, that shape is the
+// stream, streamed_sequences above), and warps requesting 2 to 4 consecutive tiles at once (89-93% against
+// 93.6% at 65536).
 // Short sequences (SWEEP_SHORT, H200): the block size of a warp per sequence does not matter (64 to 256
 // threads within 1 point at T = 128 .. 2048; 512 and 1024 lose 1-10), nor do 2 stages against 4 (< 3
 // points); 2 or 1 items a thread lose 3-40 points. Also tried and lost (branches experiment/chain and
