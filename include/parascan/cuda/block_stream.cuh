@@ -22,15 +22,13 @@
 
 namespace parascan::engine {
 
-template <class Tag>
-struct is_shifted_tag : std::false_type {};
-template <class T, class B>
-struct is_shifted_tag<shifted_tag<T, B>> : std::true_type {};
-/// Whether no input of a pack is shifted (a shifted input's boundary is read element by element).
+/// Whether no input of a pack is shifted (every view a plain sequences<>: a shifted input's boundary is
+/// read element by element).
 template <class Pack>
 struct plain_input_pack : std::false_type {};
 template <class... T>
-struct plain_input_pack<input_pack<T...>> : std::bool_constant<(!is_shifted_tag<T>::value && ...)> {};
+struct plain_input_pack<input_pack<T...>>
+    : std::bool_constant<(std::is_same<input_view_t<T>, sequences<const input_element_t<T>>>::value && ...)> {};
 
 template <int THREADS, int ITEMS, int MIN_BLOCKS, bool WRITE, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segment_args<Op, Pack, Outs> a) {
@@ -57,9 +55,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segme
     scan_tile<ITEMS, WRITE>(group, temp, a.op, in, out, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse},
                             base + offset, nullptr, 0, a.exclusive, prefix);
 
-  if (threadIdx.x != 0) return;
-  if (a.final != nullptr) a.final[s] = project(a.op, carry);
-  if (a.final_states != nullptr) a.final_states[s] = carry;
+  if (threadIdx.x == 0) a.write_final(s, carry);
 }
 
 /// Whether every view is uniform, contiguous in time, with every sequence starting and ending on 16 bytes
@@ -72,16 +68,12 @@ bool streamable(const V& view) {
   using T = std::remove_const_t<typename std::remove_reference_t<decltype(v)>::element_type>;
   return v.time_stride == 1 && v.starts_aligned_to(16) && std::size_t(v.length) * sizeof(T) % 16 == 0;
 }
-template <class Pack>
-bool streamable_inputs(const Pack& pack) {
+template <class Pack, class Outs>
+bool streamable(const Pack& in, const Outs& out) {
   bool all = true;
-  for_each_view(pack, [&](const auto& v) { all = all && streamable(v); });
+  for_each_view(in, [&](const auto& v) { all = all && streamable(v); });
+  for_each_output(out, [&](const auto& v, int) { all = all && streamable(v); });
   return all;
-}
-inline bool streamable_outputs(const output_pack<>&) { return true; }
-template <class H, class... R>
-bool streamable_outputs(const output_pack<H, R...>& p) {
-  return streamable(p.head) && streamable_outputs(p.tail);
 }
 
 /// Calls that ran the stream, in this process (for tests and diagnostics).
@@ -113,7 +105,7 @@ bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
   } else {
     const index_t n0 = a.in.head.extent[0], n1 = a.in.head.extent[1];
     if (a.count == 0 || n0 * n1 != a.count || n0 > 65535 || n1 > std::numeric_limits<int>::max() ||
-        !streamable_inputs(a.in) || !streamable_outputs(a.out))
+        !streamable(a.in, a.out))
       return false;
     const auto kernel = stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE, Op, Pack, Outs>;
     static std::atomic<int> fits[64] = {};

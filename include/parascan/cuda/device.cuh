@@ -66,6 +66,11 @@ struct segment_args {
     const index_t g = s / per_group;
     return (first_item[g] + j) * per_group + (s - g * per_group);
   }
+  /// Writes sequence s's final output and state, where asked for, from its total `carry`.
+  __device__ void write_final(index_t s, const state_t<Op>& carry) const {
+    if (final != nullptr) final[s] = project(op, carry);
+    if (final_states != nullptr) final_states[s] = carry;
+  }
   /// How many segments sequence s has.
   PARASCAN_HD index_t segments_of(index_t s, int per_group) const {
     if (first_item == nullptr) return splits;
@@ -166,10 +171,7 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
 
   if (!active || group.rank() != 0) return;
   if (PASS == pass::fold) a.partials[a.partial_slot(s, j, Group::sequences_per_group)] = carry;
-  if (PASS == pass::scan || PASS == pass::reduce) {
-    if (a.final != nullptr) a.final[s] = project(a.op, carry);
-    if (a.final_states != nullptr) a.final_states[s] = carry;
-  }
+  if (PASS == pass::scan || PASS == pass::reduce) a.write_final(s, carry);
 }
 
 /// Between fold and rescan: per sequence, turns segment totals into the carries before each segment
@@ -186,8 +188,7 @@ __global__ void carry_kernel(const segment_args<Op, Pack, Outs> a) {
     slot = carry;
     carry = a.op(carry, total);
   }
-  if (a.final != nullptr) a.final[s] = project(a.op, carry);
-  if (a.final_states != nullptr) a.final_states[s] = carry;
+  a.write_final(s, carry);
 }
 
 /// A per-device value computed once (device attributes, kernel occupancy): dispatch runs on every call,

@@ -407,6 +407,13 @@ __device__ __forceinline__ void unstage_inputs(const cursor_pack<H, R...>& c, co
   unstage_inputs<ITEMS>(c.tail, w, stage + chunk_bytes<ITEMS, H>(), v.tail);
 }
 
+/// Where lane `lane`'s run of a full chunk lies, in pieces, from the chunk's lowest address (reverse
+/// chunks: lane l owns run 31 - l, as unstage_chunk reads a stage).
+template <class Piece, class T, class P = std::conditional_t<std::is_const<T>::value, const Piece, Piece>>
+__device__ __forceinline__ P* lane_run(T* lowest, int lane, bool reverse, int pieces_per_lane) {
+  return reinterpret_cast<P*>(lowest) + (reverse ? 31 - lane : lane) * pieces_per_lane;
+}
+
 /// Registers for ITEMS raw elements of every input of a cursor pack.
 template <int ITEMS, class Pack>
 struct pack_items;
@@ -446,9 +453,8 @@ __device__ __forceinline__ void load_run(const cursor<const T>& c, const warp_ch
   using L = chunk_layout<ITEMS, T>;
   if constexpr (L::vector) {
     using piece_t = typename piece_of<L::piece>::type;
-    const int lane = int(threadIdx.x) % 32;
     const piece_t* src =
-        reinterpret_cast<const piece_t*>(c.base + w.lowest_time()) + (w.reverse ? 31 - lane : lane) * L::pieces_per_lane;
+        lane_run<piece_t>(c.base + w.lowest_time(), int(threadIdx.x) % 32, w.reverse, L::pieces_per_lane);
     piece_t pieces[L::pieces_per_lane];
 #pragma unroll
     for (int q = 0; q < L::pieces_per_lane; ++q) pieces[q] = src[q];
@@ -525,8 +531,23 @@ struct raw_items {
 };
 template <int ITEMS, class Op, class... T>
 struct raw_items<ITEMS, Op, cursor_pack<T...>> {
-  using type = std::conditional_t<emits<Op, input_element_t<T>...>, item_values<ITEMS, T...>, item_values<ITEMS>>;
+  using type = std::conditional_t<emits<Op, input_element_t<T>...>, typename pack_items<ITEMS, cursor_pack<T...>>::type,
+                                  item_values<ITEMS>>;
 };
+
+/// Lifts the thread's steps [first, first + ITEMS) from their raw elements `v`; positions outside
+/// [w.begin, w.end) are the identity (`full`, warp-uniform: none is, no test per step).
+template <int ITEMS, class Op, class... T>
+__device__ __forceinline__ void lift_items(const Op& op, const warp_chunk<ITEMS>& w, index_t first,
+                                           const item_values<ITEMS, T...>& v, state_t<Op> (&items)[ITEMS], bool full) {
+  if (full) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) items[i] = w.valid(first + i) ? lift_item(op, v, i) : op.identity();
+  }
+}
 
 /// Lifts the thread's steps [first, first + ITEMS) from a completed stage of its warp's chunk `w`, keeping
 /// their raw elements in `v` (for emit()); positions outside [w.begin, w.end) are the identity.
@@ -535,13 +556,7 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
                                             index_t first, const unsigned char* stage, state_t<Op> (&items)[ITEMS],
                                             item_values<ITEMS, T...>& v) {
   unstage_inputs<ITEMS>(in, w, stage, v);
-  if (w.full()) {  // warp-uniform: no test per step
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
-  } else {
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) items[i] = w.valid(first + i) ? lift_item(op, v, i) : op.identity();
-  }
+  lift_items<ITEMS>(op, w, first, v, items, w.full());
 }
 /// The same without keeping the raw elements (operators without emit()).
 template <int ITEMS, class Op, class... T>
@@ -552,21 +567,19 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
 }
 
 /// Lifts the thread's steps [first, first + ITEMS) of its warp's chunk `w` from inputs loaded straight into
-/// registers (vectors where every input allows, loads_vectors), keeping their raw elements in `v`; positions outside [w.begin, w.end) are the
-/// identity.
+/// registers (vectors where every input allows, loads_vectors), keeping their raw elements in `v`;
+/// positions outside [w.begin, w.end) are the identity.
 template <int ITEMS, class Op, class... T>
 __device__ __forceinline__ void lift_direct(const Op& op, const cursor_pack<T...>& in, const warp_chunk<ITEMS>& w,
                                             index_t first, state_t<Op> (&items)[ITEMS], item_values<ITEMS, T...>& v) {
-  if (w.full() && loads_vectors<ITEMS>(in, w)) {  // every input's loads issued before any is reordered
+  const bool vectors = w.full() && loads_vectors<ITEMS>(in, w);
+  if (vectors) {  // every input's loads issued before any is reordered
     load_runs<ITEMS>(in, w, v);
     if (w.reverse) reverse_runs<ITEMS>(v);
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) items[i] = lift_item(op, v, i);
   } else {
     load_elements<ITEMS>(in, w, first, v);
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) items[i] = w.valid(first + i) ? lift_item(op, v, i) : op.identity();
   }
+  lift_items<ITEMS>(op, w, first, v, items, vectors);
 }
 
 /// Writes the thread's outputs for steps [first, first + ITEMS) of its warp's chunk `w`. A full, aligned
@@ -590,7 +603,7 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
         for (int j = 0; j < ITEMS; ++j) mem[j] = w.reverse ? values[ITEMS - 1 - j] : values[j];
         piece_t pieces[L::pieces_per_lane];
         std::memcpy(pieces, mem, sizeof pieces);
-        piece_t* dst = reinterpret_cast<piece_t*>(lowest) + (w.reverse ? 31 - lane : lane) * L::pieces_per_lane;
+        piece_t* dst = lane_run<piece_t>(lowest, lane, w.reverse, L::pieces_per_lane);
 #pragma unroll
         for (int q = 0; q < L::pieces_per_lane; ++q) dst[q] = pieces[q];
         return;
