@@ -572,14 +572,16 @@ __device__ __forceinline__ void lift_staged(const Op& op, const cursor_pack<T...
 template <int ITEMS, class Op, class... T>
 __device__ __forceinline__ void lift_direct(const Op& op, const cursor_pack<T...>& in, const warp_chunk<ITEMS>& w,
                                             index_t first, state_t<Op> (&items)[ITEMS], item_values<ITEMS, T...>& v) {
-  const bool vectors = w.full() && loads_vectors<ITEMS>(in, w);
-  if (vectors) {  // every input's loads issued before any is reordered
+  // Each branch lifts its own elements: one lift after the join kept both branches' registers live (the
+  // stream's fp32 recurrence kernel then spilled 52 bytes at its 32-register cap).
+  if (w.full() && loads_vectors<ITEMS>(in, w)) {  // every input's loads issued before any is reordered
     load_runs<ITEMS>(in, w, v);
     if (w.reverse) reverse_runs<ITEMS>(v);
+    lift_items<ITEMS>(op, w, first, v, items, true);
   } else {
     load_elements<ITEMS>(in, w, first, v);
+    lift_items<ITEMS>(op, w, first, v, items, false);
   }
-  lift_items<ITEMS>(op, w, first, v, items, vectors);
 }
 
 /// Writes the thread's outputs for steps [first, first + ITEMS) of its warp's chunk `w`. A full, aligned
