@@ -61,9 +61,20 @@ template <class Base, class Pack>
 using widened_for =
     std::conditional_t<Base::combine == combine_variant::sequential, Base,
                        with_items_at_least<Base, 16 / narrowest_input_bytes<Pack>()>>;
+/// The default for a pack: the policy's narrow_inputs one where an input is narrower than 4 bytes (bf16,
+/// fp16), widened as any.
+template <class Base, class Pack, bool = has_narrow_policy<Base>::value && (narrowest_input_bytes<Pack>() < 4)>
+struct default_for_pack {
+  using type = widened_for<Base, Pack>;
+};
+template <class Base, class Pack>
+struct default_for_pack<Base, Pack, true> {
+  using type = widened_for<typename Base::narrow_policy, Pack>;
+};
 template <class Policy, class Op, class Pack>
-using cuda_policy_for = std::conditional_t<std::is_same<Policy, use_default_policy>::value,
-                                           widened_for<default_policy_t<Op, arch::sm90>, Pack>, Policy>;
+using cuda_policy_for =
+    std::conditional_t<std::is_same<Policy, use_default_policy>::value,
+                       typename default_for_pack<default_policy_t<Op, arch::sm90>, Pack>::type, Policy>;
 
 inline temp_allocator& allocator_of(const cuda& exec) {
   return exec.allocator != nullptr ? *exec.allocator : default_temp_allocator();

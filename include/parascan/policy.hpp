@@ -85,11 +85,23 @@ struct long_sequences : Base {
 /// (cuda/block_stream.cuh); the rest run `Base`. Measured on an H100 (fp32 linear recurrence over (8, 1536,
 /// T), % of cudaMemcpy, 2026-11-22): 1024 x 4 at two blocks a multiprocessor reached 99.4 / 100 / 99.5 /
 /// 98.2% by hand at T = 4096 / 8192 / 16384 / 65536, where the warp pipeline reads 94 / 95 / 95 / 96%.
-template <class Base, index_t FromSteps, class Stream>
+/// `SpillBytes`: the local memory the stream kernel may use and still run (by default none: a spill at
+/// the register cap of a fully occupied multiprocessor is a guess nobody measured, so the warp pipeline
+/// runs instead); a policy that measured its spilled kernel says how much it allows.
+template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0>
 struct streamed_sequences : Base {
   static_assert(Stream::combine == combine_variant::block, "streamed_sequences: the stream is a block a sequence");
   using stream_policy = Stream;
   static constexpr index_t stream_from = FromSteps;
+  static constexpr int stream_spill_bytes = SpillBytes;
+};
+
+/// A policy that runs `Narrow` (which has its own items, stream and resident blocks) where every input is
+/// narrower than 4 bytes (bf16, fp16 storage), instead of `Base` widened to 16 bytes a thread
+/// (with_items_at_least). Only the engine's defaults use it: a caller's explicit policy runs as given.
+template <class Base, class Narrow>
+struct narrow_inputs : Base {
+  using narrow_policy = Narrow;
 };
 
 /// A policy whose prefix scans of few long sequences, which run in a single pass with a decoupled
@@ -113,6 +125,10 @@ template <class Policy, class = void>
 struct has_long_policy : std::false_type {};
 template <class Policy>
 struct has_long_policy<Policy, std::void_t<typename Policy::long_policy>> : std::true_type {};
+template <class Policy, class = void>
+struct has_narrow_policy : std::false_type {};
+template <class Policy>
+struct has_narrow_policy<Policy, std::void_t<typename Policy::narrow_policy>> : std::true_type {};
 
 /// A cuda_policy (not a long_sequences) with at least `Items` items a thread; raising the items also
 /// raises the registers a thread needs, so the resident blocks drop by a quarter.
@@ -147,7 +163,7 @@ struct widened<Policy, Items, true> {
 /// recurrences over (8, 1536, T) went from 59 / 82 / 93 / 95% to 61 / 88 / 97 / 98% of a float4 copy at
 /// T = 1024 / 4096 / 16384 / 65536 on an H200, bench/policy_sweep.cu).
 /// A policy that already has the items is kept whole (its stream, streamed_sequences, included; a widened
-/// one runs without it).
+/// one runs without it: narrow_inputs gives a stream of its own to 2-byte inputs).
 template <class Policy, int Items>
 using with_items_at_least =
     std::conditional_t<(Policy::items >= Items), Policy, typename detail::widened<Policy, Items>::type>;
@@ -203,7 +219,15 @@ struct default_policy<Op, arch::host> {
 // Streamed (streamed_sequences above, H100, 2026-11-22): from 4096 steps (pairs) or 16384 (scalars), a
 // block of 1024 x 4 a sequence at two blocks a multiprocessor. Cumsum at T = 4096 / 8192 read 83 / 90%
 // streamed against 90 / 92% for the warp (4 bytes a step: half the bytes in flight a block), 93 / 95%
-// against 92 / 92% from 16384.
+// against 92 / 92% from 16384. Also tried for cumsum (same run): 512 x 8 at three blocks, 90.7 / 91.8 /
+// 92.6 / 91.0% at T = 4096 / 8192 / 16384 / 65536; 1024 x 8 and 512 x 8 at four blocks spill.
+// Narrow inputs (narrow_inputs above, H100, 2026-11-23, bf16 gates, tokens and outputs, (8, 1536, T)):
+// the stream of 512 x 8 at three blocks a multiprocessor (16-byte loads, 1536 threads) read 84.4 / 96.0 /
+// 97.3% at T = 4096 / 16384 / 65536 against 90.3 / 93.7 / 94.1% for the widened warps, although it spills
+// 72 bytes at its 40-register cap; 1024 x 4 (8-byte loads) 50 / 66 / 70%, 1024 x 8 (184 bytes spilled)
+// 24 / 92 / 96%, 512 x 8 at two blocks 73 / 84 / 86%, 1024 x 8 at one block 29 / 73 / 81%. Keeping the
+// bf16 elements across the block's scan instead of the lifted states (half the registers live) removed
+// the spills of the smaller shapes but raised 512 x 8 x 3's to 116 bytes and lost 5 points; not kept.
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
@@ -213,6 +237,8 @@ struct default_policy<Op, arch::host> {
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
+  using pair_warps = long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
+                                    cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
   using type = std::conditional_t<
       family == state_family::scalar,
       streamed_sequences<long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4,
@@ -220,9 +246,9 @@ struct default_policy<Op, arch::sm90> {
                          16384, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
       std::conditional_t<
           family == state_family::pair,
-          streamed_sequences<long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
-                                            cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
-                             4096, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
+          narrow_inputs<streamed_sequences<pair_warps, 4096, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
+                        streamed_sequences<typename detail::widened<pair_warps, 8>::type, 16384,
+                                           cuda_policy<512, 8, combine_variant::block, 3, 1>, 128>>,
           std::conditional_t<
               family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
               std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,

@@ -4,6 +4,7 @@
 // that any order error shows, against an fp64 sequential reference.
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
+#include "support/numeric.hpp"
 
 #include <Eigen/Dense>
 #include <parascan/ops/linear_recurrence.hpp>
@@ -238,42 +239,54 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
   check_strategy<streamed, K>(false);
 }
 
-TEST_CASE("streamed sequences: the fp32 linear recurrence under its default policy") {
-  // (2, 1536, 8192) fills the device over eleven times: the default policy streams it (two 1024 x 4 tiles a
-  // sequence, 16-byte vectors); from a base pointer one element on, it declines and the warp pipeline runs.
-  const index_t B = 2, D = 1536, T = 8192, n = B * D * T;
-  ptest::buffer<float> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1)), init(std::size_t(B * D)),
-      fin(std::size_t(B * D));
-  ptest::fill(a, [] { return float(ptest::uniform(0.9, 1.0)); });
-  ptest::fill(b, [] { return float(ptest::normal()); });
+// The linear recurrence over (2, 1536, T) under its default policy, stored as S (fp32 state): streamed
+// from a 16-byte aligned base pointer, the warp pipeline from one element on; checked against fp64.
+template <class S>
+void check_default_stream(index_t T) {
+  const index_t B = 2, D = 1536, n = B * D * T;
+  ptest::buffer<S> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1));
+  ptest::buffer<float> init(std::size_t(B * D)), fin(std::size_t(B * D));
+  ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
+  ptest::fill(b, [] { return S(float(ptest::normal())); });
   ptest::fill(init, [] { return float(ptest::normal()); });
   ptest::fill(fin, [] { return NAN; });  // read back even where not written
   for (const index_t skew : {0, 1})
   for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true}}) {
-    INFO("bdt (2, 1536, 8192) skew " << skew << ", " << ptest::describe(f));
+    INFO("bdt (2, 1536, " << T << ") of " << sizeof(S) << "-byte values, skew " << skew << ", " << ptest::describe(f));
     const long long before = parascan::engine::stream_launches();
-    ptest::fill(x, [] { return NAN; });
+    ptest::fill(x, [] { return S(NAN); });
     parascan::options<float> opts;
     opts.exclusive = f.exclusive, opts.reverse = f.reverse;
     opts.initial = f.with_initial ? init.data() : nullptr;
     opts.final = f.with_final ? fin.data() : nullptr;
-    parascan::linear_recurrence(ptest::exec(), parascan::bdt<const float>(a.data() + skew, B, D, T),
-                                parascan::bdt<const float>(b.data() + skew, B, D, T),
+    parascan::linear_recurrence(ptest::exec(), parascan::bdt<const S>(a.data() + skew, B, D, T),
+                                parascan::bdt<const S>(b.data() + skew, B, D, T),
                                 parascan::bdt(x.data() + skew, B, D, T), opts);
     CHECK(parascan::engine::stream_launches() == before + (skew == 0 ? 1 : 0));
     x.download();
     fin.download();
-    ptest::error_meter err;
+    // fp32 state: the error grows like fp32's; the stored outputs add one rounding of S (relative).
+    ptest::error_meter err, stored;
     for (index_t s = 0; s < B * D; ++s) {
       double state = f.with_initial ? init.host[std::size_t(s)] : 0.0;
       for (index_t k = 0; k < T; ++k) {
         const std::size_t i = std::size_t(skew + s * T + (f.reverse ? T - 1 - k : k));
-        if (f.exclusive) err.add(x.host[i], state);
-        state = double(a.host[i]) * state + double(b.host[i]);
-        if (!f.exclusive) err.add(x.host[i], state);
+        if (f.exclusive) stored.add(ptest::to_double(x.host[i]), state);
+        state = ptest::to_double(a.host[i]) * state + ptest::to_double(b.host[i]);
+        if (!f.exclusive) stored.add(ptest::to_double(x.host[i]), state);
       }
       if (f.with_final) err.add(fin.host[std::size_t(s)], state);
     }
-    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+    const double fp32_bound = 1e-6 * (8 + 2 * std::sqrt(double(T)));
+    CHECK(err.relative() <= fp32_bound);
+    CHECK(stored.relative() <= fp32_bound + 2 * ptest::eps_of<S>());
   }
+}
+
+TEST_CASE("streamed sequences: the linear recurrence under its default policy, fp32 and bf16 / fp16 storage") {
+  // fp32 streams from 4096 steps (1024 x 4 tiles); 2-byte storage from 16384 (512 x 8 tiles, three blocks
+  // a multiprocessor, its measured spill allowed). (2, 1536, T) fills the device over four waves.
+  check_default_stream<float>(8192);
+  check_default_stream<ptest::bf16>(16384);
+  check_default_stream<ptest::f16>(16384);
 }

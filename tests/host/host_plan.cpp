@@ -229,8 +229,9 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   CHECK(runs_stream(8 * 1536, 65536, sms, 2, 4096, 4096));
   CHECK(!runs_stream(8 * 1536, 2048, sms, 2, 4096, 4096));   // under the threshold
   CHECK(!runs_stream(8 * 1536, 5000, sms, 2, 4096, 4096));   // 3192 steps of padding
-  CHECK(!runs_stream(8 * 1536, 50000, sms, 2, 4096, 4096));  // 3248 of 50000: over 1/16
-  CHECK(runs_stream(8 * 1536, 61000, sms, 2, 4096, 4096));   // 440 of 61000: under 1/16
+  CHECK(runs_stream(8 * 1536, 50000, sms, 2, 4096, 4096));   // 3248 of 50000: under 1/8
+  CHECK(!runs_stream(8 * 1536, 13000, sms, 2, 4096, 4096));  // 3384 of 13000: over 1/8
+  CHECK(runs_stream(8 * 1536, 61000, sms, 2, 4096, 4096));   // 440 of 61000
   CHECK(runs_stream(4 * sms * 2, 8192, sms, 2, 4096, 4096));
   CHECK(!runs_stream(4 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under four waves: split instead
   CHECK(!runs_stream(16, 1 << 24, sms, 2, 4096, 4096));
@@ -240,6 +241,12 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   static_assert(parascan::default_policy_t<parascan::ops::sum<float>, parascan::arch::sm90>::stream_from == 16384);
   static_assert(std::is_same<parascan::with_items_at_least<pairs, 4>, pairs>::value);
   static_assert(!parascan::detail::has_stream_policy<parascan::with_items_at_least<pairs, 8>>::value);
+  // Inputs under 4 bytes (bf16, fp16) run the narrow policy: 8 items a thread, streamed at 512 x 8 from
+  // 16384 steps, its measured 72-byte spill allowed; the fp32 stream allows none.
+  using narrow = pairs::narrow_policy;
+  static_assert(narrow::items == 8 && narrow::stream_from == 16384 && narrow::stream_policy::tile == 4096 &&
+                narrow::stream_policy::min_blocks == 3 && narrow::stream_spill_bytes == 128);
+  static_assert(std::is_same<parascan::with_items_at_least<narrow, 8>, narrow>::value && pairs::stream_spill_bytes == 0);
 }
 
 TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {

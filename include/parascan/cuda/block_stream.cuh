@@ -82,14 +82,14 @@ inline std::atomic<long long>& stream_launches() {
   return count;
 }
 
-/// Whether this stream kernel keeps everything in registers on the current device (a spill at the
-/// 32-register cap of 2048 resident threads would cost more than the stream gains).
+/// Whether this stream kernel spills at most `spill_bytes` on the current device (an unmeasured spill at
+/// the register cap of a full multiprocessor may cost more than the stream gains).
 template <class Kernel>
-bool stream_fits_registers(std::atomic<int> (&cache)[64], Kernel kernel) {
+bool stream_fits_registers(std::atomic<int> (&cache)[64], Kernel kernel, int spill_bytes) {
   return cached_per_device(cache, [&](int) {
            cudaFuncAttributes attributes{};
            detail::cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-           return attributes.localSizeBytes == 0 ? 1 : 2;
+           return attributes.localSizeBytes <= std::size_t(spill_bytes) ? 1 : 2;
          }) == 1;
 }
 
@@ -97,9 +97,9 @@ bool stream_fits_registers(std::atomic<int> (&cache)[64], Kernel kernel) {
 /// blocks) when the batch allows it: one or two plain (not shifted) inputs and no emit() (the measured
 /// cases: more raw elements a thread would not fit its registers), every view uniform, contiguous in time
 /// and 16-byte aligned (streamable), at most 65535 sequences on the first batch axis, a kernel without
-/// spills. Returns false otherwise (nothing launched).
+/// spills beyond the policy's `spill_bytes`. Returns false otherwise (nothing launched).
 template <class Stream, bool WRITE, class Op, class Pack, class Outs>
-bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
+bool run_stream(const segment_args<Op, Pack, Outs>& a, int spill_bytes, cudaStream_t stream) {
   if constexpr (!plain_input_pack<Pack>::value || Pack::size > 2 || emits_for<Op, Pack>::value) {
     return false;
   } else {
@@ -109,7 +109,7 @@ bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream) {
       return false;
     const auto kernel = stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE, Op, Pack, Outs>;
     static std::atomic<int> fits[64] = {};
-    if (!stream_fits_registers(fits, kernel)) return false;
+    if (!stream_fits_registers(fits, kernel, spill_bytes)) return false;
     if (log_plans())
       std::fprintf(stderr, "parascan: long sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
                    Stream::items);

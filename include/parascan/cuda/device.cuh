@@ -250,7 +250,7 @@ void launch_segments(const segment_args<Op, Pack, Outs>& a, index_t groups, cuda
 
 /// Long whole sequences a block each (block_stream.cuh, included at the end of this file).
 template <class Stream, bool WRITE, class Op, class Pack, class Outs>
-bool run_stream(const segment_args<Op, Pack, Outs>& a, cudaStream_t stream);
+bool run_stream(const segment_args<Op, Pack, Outs>& a, int spill_bytes, cudaStream_t stream);
 
 /// The single-pass look-back (lookback.cuh, included at the end of this file).
 template <class Tiles, class Op, class Pack, class Outs>
@@ -307,7 +307,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     using Stream = typename Policy::stream_policy;  // long whole sequences, a block each (block_stream.cuh)
     if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
                     index_t(Stream::tile)) &&
-        run_stream<Stream, WRITE>(a, stream))
+        run_stream<Stream, WRITE>(a, Policy::stream_spill_bytes, stream))
       return;
   }
   if (plan.splits == 1) {
