@@ -219,8 +219,10 @@ struct default_policy<Op, arch::host> {
 // Streamed (streamed_sequences above, H100, 2026-11-22): from 4096 steps (pairs) or 16384 (scalars), a
 // block of 1024 x 4 a sequence at two blocks a multiprocessor. Cumsum at T = 4096 / 8192 read 83 / 90%
 // streamed against 90 / 92% for the warp (4 bytes a step: half the bytes in flight a block), 93 / 95%
-// against 92 / 92% from 16384. Also tried for cumsum (same run): 512 x 8 at three blocks, 90.7 / 91.8 /
-// 92.6 / 91.0% at T = 4096 / 8192 / 16384 / 65536; 1024 x 8 and 512 x 8 at four blocks spill.
+// against 92 / 92% from 16384. Also tried for cumsum (H100, 2026-11-23, T = 4096 / 8192 / 16384 / 65536,
+// spills allowed): 512 x 8 at three blocks 90.7 / 91.7 / 92.6 / 91.0%, 1024 x 8 at two (24 bytes spilled)
+// 69.8 / 91.1 / 93.1 / 90.8, 256 x 8 at eight 89.6 / 89.9 / 90.5 / 91.1, 1024 x 6 at two 64 / 72 / 81 /
+// 82, 1024 x 8 at one 50 / 66 / 74 / 82: more bytes in flight a thread did not help (95.5% stays the best).
 // Narrow inputs (narrow_inputs above, H100, 2026-11-23, bf16 gates, tokens and outputs, (8, 1536, T)):
 // the stream of 512 x 8 at three blocks a multiprocessor (16-byte loads, 1536 threads) read 84.4 / 96.0 /
 // 97.3% at T = 4096 / 16384 / 65536 against 90.3 / 93.7 / 94.1% for the widened warps, although it spills
@@ -228,6 +230,9 @@ struct default_policy<Op, arch::host> {
 // 24 / 92 / 96%, 512 x 8 at two blocks 73 / 84 / 86%, 1024 x 8 at one block 29 / 73 / 81%. Keeping the
 // bf16 elements across the block's scan instead of the lifted states (half the registers live) removed
 // the spills of the smaller shapes but raised 512 x 8 x 3's to 116 bytes and lost 5 points; not kept.
+// At T = 2048 / 4096 / 8192 (same day) the narrow warps read 81.9 / 89.7 / 92.9% (the stream 85.1 / 91.4 at
+// 4096 / 8192); long tiles from 1024 or 8192 steps, 8 items without long tiles, 6 stages, 16 items at 3
+// or 4 blocks and 8 items at 8 blocks all read the same or less (79 / 90.1 / 93.0 at best).
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
