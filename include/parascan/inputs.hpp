@@ -79,6 +79,17 @@ template <class Pack>
 constexpr int narrowest_input_bytes() {
   return narrowest_input(static_cast<const Pack*>(nullptr));
 }
+/// The largest element size among a pack's inputs (0 for none).
+template <class... T>
+constexpr int widest_input(const input_pack<T...>*) {
+  int bytes = 0;
+  ((bytes = int(sizeof(input_element_t<T>)) > bytes ? int(sizeof(input_element_t<T>)) : bytes), ...);
+  return bytes;
+}
+template <class Pack>
+constexpr int widest_input_bytes() {
+  return widest_input(static_cast<const Pack*>(nullptr));
+}
 
 inline input_pack<> make_pack() { return {}; }
 template <class V, class... R>
