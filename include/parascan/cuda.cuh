@@ -61,10 +61,10 @@ template <class Base, class Pack>
 using widened_for =
     std::conditional_t<Base::combine == combine_variant::sequential, Base,
                        with_items_at_least<Base, 16 / narrowest_input_bytes<Pack>()>>;
-/// The default for a pack: the policy's narrow_inputs one where every input is narrower than 4 bytes
-/// (bf16, fp16: what it was measured on), widened as any.
+/// The default for a pack: the policy's narrow_inputs one where every input is 2 bytes wide (bf16, fp16:
+/// what it was measured on; 1-byte inputs widen further from the base, as before), widened as any.
 template <class Base, class Pack,
-          bool = has_narrow_policy<Base>::value && (widest_input_bytes<Pack>() > 0) && (widest_input_bytes<Pack>() < 4)>
+          bool = has_narrow_policy<Base>::value && widest_input_bytes<Pack>() == 2 && narrowest_input_bytes<Pack>() == 2>
 struct default_for_pack {
   using type = widened_for<Base, Pack>;
 };

@@ -91,13 +91,14 @@ struct long_sequences : Base {
 template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0>
 struct streamed_sequences : Base {
   static_assert(Stream::combine == combine_variant::block, "streamed_sequences: the stream is a block a sequence");
+  static_assert(SpillBytes >= 0, "streamed_sequences: SpillBytes must be >= 0");
   using stream_policy = Stream;
   static constexpr index_t stream_from = FromSteps;
   static constexpr int stream_spill_bytes = SpillBytes;
 };
 
 /// A policy that runs `Narrow` (which has its own items, stream and resident blocks) where every input is
-/// narrower than 4 bytes (bf16, fp16 storage), instead of `Base` widened to 16 bytes a thread
+/// 2 bytes wide (bf16, fp16 storage), instead of `Base` widened to 16 bytes a thread
 /// (with_items_at_least). Only the engine's defaults use it: a caller's explicit policy runs as given.
 template <class Base, class Narrow>
 struct narrow_inputs : Base {
@@ -129,6 +130,13 @@ template <class Policy, class = void>
 struct has_narrow_policy : std::false_type {};
 template <class Policy>
 struct has_narrow_policy<Policy, std::void_t<typename Policy::narrow_policy>> : std::true_type {};
+/// The spill bytes a stream policy allows (streamed_sequences' SpillBytes; none for a hand-written
+/// policy with a stream_policy of its own).
+template <class Policy, class = void>
+struct stream_spill_bytes_of : std::integral_constant<int, 0> {};
+template <class Policy>
+struct stream_spill_bytes_of<Policy, std::void_t<decltype(Policy::stream_spill_bytes)>>
+    : std::integral_constant<int, Policy::stream_spill_bytes> {};
 
 /// A cuda_policy (not a long_sequences) with at least `Items` items a thread; raising the items also
 /// raises the registers a thread needs, so the resident blocks drop by a quarter.
@@ -226,7 +234,8 @@ struct default_policy<Op, arch::host> {
 // Narrow inputs (narrow_inputs above, H100, 2026-11-23, bf16 gates, tokens and outputs, (8, 1536, T)):
 // the stream of 512 x 8 at three blocks a multiprocessor (16-byte loads, 1536 threads) read 84.4 / 96.0 /
 // 97.3% at T = 4096 / 16384 / 65536 against 90.3 / 93.7 / 94.1% for the widened warps, although it spills
-// 72 bytes at its 40-register cap; 1024 x 4 (8-byte loads) 50 / 66 / 70%, 1024 x 8 (184 bytes spilled)
+// 72 bytes at its 40-register cap (the policy allows 128: room for another nvcc's allocation; any pair
+// operator on 2-byte inputs takes it, measured on the linear recurrence); 1024 x 4 (8-byte loads) 50 / 66 / 70%, 1024 x 8 (184 bytes spilled)
 // 24 / 92 / 96%, 512 x 8 at two blocks 73 / 84 / 86%, 1024 x 8 at one block 29 / 73 / 81%. Keeping the
 // bf16 elements across the block's scan instead of the lifted states (half the registers live) removed
 // the spills of the smaller shapes but raised 512 x 8 x 3's to 116 bytes and lost 5 points; not kept.

@@ -2,8 +2,9 @@
 // consecutive steps of every input straight into registers as 16-byte vectors, the block scans its tile of
 // THREADS * ITEMS steps (thread fold, warp shuffles, warp totals through shared memory, one barrier a
 // tile: block.cuh's block_group) from the running carry, and the next tile follows. No shared-memory
-// stages: the other resident blocks (two of 1024 threads a multiprocessor) keep loads in flight while one
-// synchronises, and a block's whole tile is requested at once, 16 KiB of each fp32 input.
+// stages: the other resident blocks (two of 1024 threads a multiprocessor for fp32, three of 512 for
+// 2-byte inputs) keep loads in flight while one synchronises, and a block's whole tile is requested at
+// once, 16 KiB of each fp32 input.
 //
 // Why not a warp a sequence with its cp.async pipeline (the default below this length): it keeps every
 // resident warp on its own sequence, 4096 streams of 1 KiB requests on an H100, and reached 94-96% of
@@ -83,14 +84,16 @@ inline std::atomic<long long>& stream_launches() {
 }
 
 /// Whether this stream kernel spills at most `spill_bytes` on the current device (an unmeasured spill at
-/// the register cap of a full multiprocessor may cost more than the stream gains).
+/// the register cap of a full multiprocessor may cost more than the stream gains). The kernel's local
+/// bytes are cached (plus one: the cache's 0 means not yet read), the allowance compared on every call.
 template <class Kernel>
 bool stream_fits_registers(std::atomic<int> (&cache)[64], Kernel kernel, int spill_bytes) {
-  return cached_per_device(cache, [&](int) {
-           cudaFuncAttributes attributes{};
-           detail::cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-           return attributes.localSizeBytes <= std::size_t(spill_bytes) ? 1 : 2;
-         }) == 1;
+  const int local_plus_one = cached_per_device(cache, [&](int) {
+    cudaFuncAttributes attributes{};
+    detail::cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+    return int(attributes.localSizeBytes) + 1;
+  });
+  return local_plus_one - 1 <= spill_bytes;
 }
 
 /// Runs whole sequences under the policy's stream (a block each, `Stream`'s threads, items and resident

@@ -307,7 +307,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     using Stream = typename Policy::stream_policy;  // long whole sequences, a block each (block_stream.cuh)
     if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
                     index_t(Stream::tile)) &&
-        run_stream<Stream, WRITE>(a, Policy::stream_spill_bytes, stream))
+        run_stream<Stream, WRITE>(a, detail::stream_spill_bytes_of<Policy>::value, stream))
       return;
   }
   if (plan.splits == 1) {
