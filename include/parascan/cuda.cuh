@@ -64,7 +64,8 @@ using widened_for =
 /// The default for a pack: the policy's narrow_inputs one where every input is 2 bytes wide (bf16, fp16:
 /// what it was measured on; 1-byte inputs widen further from the base, as before), widened as any.
 template <class Base, class Pack,
-          bool = has_narrow_policy<Base>::value && widest_input_bytes<Pack>() == 2 && narrowest_input_bytes<Pack>() == 2>
+          bool = has_narrow_policy<Base>::value && widest_input_bytes<Pack>() == 2 &&
+                 narrowest_input_bytes<Pack>() == 2>
 struct default_for_pack {
   using type = widened_for<Base, Pack>;
 };

@@ -296,7 +296,8 @@ void check_default_stream(index_t T) {
 // widened fp32 policy (no stream, as measured), fp32 the fp32 stream.
 using recurrence = parascan::ops::linear_recurrence<float>;
 template <class... T>
-using default_for = parascan::detail::cuda_policy_for<parascan::use_default_policy, recurrence, parascan::input_pack<T...>>;
+using default_for =
+    parascan::detail::cuda_policy_for<parascan::use_default_policy, recurrence, parascan::input_pack<T...>>;
 using pair_default = parascan::default_policy_t<recurrence, parascan::arch::sm90>;
 static_assert(std::is_same<default_for<ptest::bf16, ptest::bf16>, pair_default::narrow_policy>::value &&
               std::is_same<default_for<ptest::f16, ptest::f16>, pair_default::narrow_policy>::value);

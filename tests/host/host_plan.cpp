@@ -246,7 +246,8 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   using narrow = pairs::narrow_policy;
   static_assert(narrow::items == 8 && narrow::stream_from == 16384 && narrow::stream_policy::tile == 4096 &&
                 narrow::stream_policy::min_blocks == 3 && narrow::stream_spill_bytes == 128);
-  static_assert(std::is_same<parascan::with_items_at_least<narrow, 8>, narrow>::value && pairs::stream_spill_bytes == 0);
+  static_assert(std::is_same<parascan::with_items_at_least<narrow, 8>, narrow>::value &&
+                pairs::stream_spill_bytes == 0);
   // Every input must be narrow (bf16 gates with fp32 tokens keep the widened fp32 policy, unmeasured as a stream).
   static_assert(parascan::detail::widest_input_bytes<parascan::input_pack<float, short>>() == 4 &&
                 parascan::detail::widest_input_bytes<parascan::input_pack<short, short>>() == 2 &&
