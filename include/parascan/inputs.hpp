@@ -68,27 +68,23 @@ struct input_pack<H, R...> {
 };
 
 namespace detail {
-/// The smallest element size among a pack's inputs (16 for none).
-template <class... T>
-constexpr int narrowest_input(const input_pack<T...>*) {
-  int bytes = 16;
-  ((bytes = int(sizeof(input_element_t<T>)) < bytes ? int(sizeof(input_element_t<T>)) : bytes), ...);
+/// The smallest (`Widest` false: 16 for none) or largest (`Widest`: 0 for none) element size among a
+/// pack's inputs.
+template <bool Widest, class... T>
+constexpr int extreme_input(const input_pack<T...>*) {
+  const int sizes[] = {int(sizeof(input_element_t<T>))..., 0};  // the 0 keeps an empty pack's array legal
+  int bytes = Widest ? 0 : 16;
+  for (int k = 0; k < int(sizeof...(T)); ++k)
+    if (Widest ? sizes[k] > bytes : sizes[k] < bytes) bytes = sizes[k];
   return bytes;
 }
 template <class Pack>
 constexpr int narrowest_input_bytes() {
-  return narrowest_input(static_cast<const Pack*>(nullptr));
-}
-/// The largest element size among a pack's inputs (0 for none).
-template <class... T>
-constexpr int widest_input(const input_pack<T...>*) {
-  int bytes = 0;
-  ((bytes = int(sizeof(input_element_t<T>)) > bytes ? int(sizeof(input_element_t<T>)) : bytes), ...);
-  return bytes;
+  return extreme_input<false>(static_cast<const Pack*>(nullptr));
 }
 template <class Pack>
 constexpr int widest_input_bytes() {
-  return widest_input(static_cast<const Pack*>(nullptr));
+  return extreme_input<true>(static_cast<const Pack*>(nullptr));
 }
 
 inline input_pack<> make_pack() { return {}; }

@@ -237,9 +237,9 @@ struct default_policy<Op, arch::host> {
 // 72 bytes at its 40-register cap (the policy allows 128: room for another nvcc's allocation; any pair
 // operator on 2-byte inputs takes it, measured on the linear recurrence); 1024 x 4 (8-byte loads) 50 / 66
 // / 70%, 1024 x 8 (184 bytes spilled) 24 / 92 / 96%, 512 x 8 at two blocks 73 / 84 / 86%, 1024 x 8 at one
-// block 29 / 73 / 81%. Keeping the
-// bf16 elements across the block's scan instead of the lifted states (half the registers live) removed
-// the spills of the smaller shapes but raised 512 x 8 x 3's to 116 bytes and lost 5 points; not kept.
+// block 29 / 73 / 81%. Keeping the bf16 elements across the block's scan instead of the lifted states
+// (half the registers live) removed the spills of the smaller shapes but raised 512 x 8 x 3's to 116
+// bytes and lost 5 points; not kept.
 // At T = 2048 / 4096 / 8192 (same day) the narrow warps read 81.9 / 89.7 / 92.9% (the stream 85.1 / 91.4 at
 // 4096 / 8192); long tiles from 1024 or 8192 steps, 8 items without long tiles, 6 stages, 16 items at 3
 // or 4 blocks and 8 items at 8 blocks all read the same or less (79 / 90.1 / 93.0 at best).
