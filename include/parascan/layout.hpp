@@ -65,6 +65,11 @@ struct sequences {
   PARASCAN_HD parascan::cursor<T> cursor_of(index_t s) const { return {begin_of(s), time_stride}; }
   /// (The sequence number is unused here; shifted_sequences::cursor_at needs it for per-sequence boundaries.)
   PARASCAN_HD parascan::cursor<T> cursor_at(batch_position p, index_t) const { return {begin_at(p), time_stride}; }
+  /// The same for a uniform view contiguous in time (the caller has checked: no offsets, time stride 1),
+  /// with the stride a constant that the vector paths' tests fold on.
+  PARASCAN_HD parascan::cursor<T> contiguous_cursor_at(batch_position p) const {
+    return {data + p.i0 * stride[0] + p.i1 * stride[1], 1};
+  }
 
   /// Whether every sequence starts on a multiple of `bytes` (the base, and the stride of each batch axis
   /// with more than one sequence; never claimed for packed layouts).

@@ -88,14 +88,37 @@ struct long_sequences : Base {
 /// `SpillBytes`: the local memory the stream kernel may use and still run (by default none: a spill at
 /// the register cap of a fully occupied multiprocessor is a guess nobody measured, so the warp pipeline
 /// runs instead); a policy that measured its spilled kernel says how much it allows.
+/// `Base` may itself be streamed (a shorter tile below FromSteps, or where `Stream`'s tiles would pad too
+/// much): the outer stream is tried first, then the inner one.
 template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0>
 struct streamed_sequences : Base {
   static_assert(Stream::combine == combine_variant::block, "streamed_sequences: the stream is a block a sequence");
   static_assert(SpillBytes >= 0, "streamed_sequences: SpillBytes must be >= 0");
   using stream_policy = Stream;
+  using refines = Base;
   static constexpr index_t stream_from = FromSteps;
   static constexpr int stream_spill_bytes = SpillBytes;
 };
+
+/// One rung of a stream ladder (streamed_ladder): `Stream` from `FromSteps` steps, with streamed_sequences'
+/// `SpillBytes`.
+template <index_t FromSteps, class Stream, int SpillBytes = 0>
+struct stream_rung {};
+namespace detail {
+template <class Base, class... Rungs>
+struct ladder {
+  using type = Base;
+};
+template <class Base, index_t From, class Stream, int Spill, class... Rest>
+struct ladder<Base, stream_rung<From, Stream, Spill>, Rest...> {
+  using type = typename ladder<streamed_sequences<Base, From, Stream, Spill>, Rest...>::type;
+};
+}  // namespace detail
+/// `Base` with a stream for each rung, listed from the shortest: streamed_sequences nested, so that a
+/// sequence runs the longest rung whose length it reaches and whose last tile pads at most an eighth
+/// (a shorter rung where a longer one declines).
+template <class Base, class... Rungs>
+using streamed_ladder = typename detail::ladder<Base, Rungs...>::type;
 
 /// A policy that runs `Narrow` (which has its own items, stream and resident blocks) where every input is
 /// 2 bytes wide (bf16, fp16 storage), instead of `Base` widened to 16 bytes a thread
@@ -130,6 +153,15 @@ template <class Policy, class = void>
 struct has_narrow_policy : std::false_type {};
 template <class Policy>
 struct has_narrow_policy<Policy, std::void_t<typename Policy::narrow_policy>> : std::true_type {};
+/// The policy a streamed_sequences refines (its Base; none: void).
+template <class Policy, class = void>
+struct refined_policy {
+  using type = void;
+};
+template <class Policy>
+struct refined_policy<Policy, std::void_t<typename Policy::refines>> {
+  using type = typename Policy::refines;
+};
 /// The spill bytes a stream policy allows (streamed_sequences' SpillBytes; none for a hand-written
 /// policy with a stream_policy of its own).
 template <class Policy, class = void>
@@ -224,48 +256,72 @@ struct default_policy<Op, arch::host> {
 // the size of the device, each warp scanning sequences w, w + W, ... with its pipeline running on into
 // the next sequence) 3-5 points slower from T = 256 (static assignment: no block scheduler to even out
 // the warps), 2 points faster at T = 128 only; not kept.
-// Streamed (streamed_sequences above, H100, 2026-11-22): from 4096 steps (pairs) or 16384 (scalars), a
-// block of 1024 x 4 a sequence at two blocks a multiprocessor. Cumsum at T = 4096 / 8192 read 83 / 90%
-// streamed against 90 / 92% for the warp (4 bytes a step: half the bytes in flight a block), 93 / 95%
-// against 92 / 92% from 16384. Also tried for cumsum (H100, 2026-11-23, T = 4096 / 8192 / 16384 / 65536,
-// spills allowed): 512 x 8 at three blocks 90.7 / 91.7 / 92.6 / 91.0%, 1024 x 8 at two (24 bytes spilled)
-// 69.8 / 91.1 / 93.1 / 90.8, 256 x 8 at eight 89.6 / 89.9 / 90.5 / 91.1, 1024 x 6 at two 64 / 72 / 81 /
-// 82, 1024 x 8 at one 50 / 66 / 74 / 82: more bytes in flight a thread did not help (95.5% stays the best).
-// Narrow inputs (narrow_inputs above, H100, 2026-11-23, bf16 gates, tokens and outputs, (8, 1536, T)):
-// the stream of 512 x 8 at three blocks a multiprocessor (16-byte loads, 1536 threads) read 84.4 / 96.0 /
-// 97.3% at T = 4096 / 16384 / 65536 against 90.3 / 93.7 / 94.1% for the widened warps, although it spills
-// 72 bytes at its 40-register cap (the policy allows 128: room for another nvcc's allocation; any pair
-// operator on 2-byte inputs takes it, measured on the linear recurrence); 1024 x 4 (8-byte loads) 50 / 66
-// / 70%, 1024 x 8 (184 bytes spilled) 24 / 92 / 96%, 512 x 8 at two blocks 73 / 84 / 86%, 1024 x 8 at one
-// block 29 / 73 / 81%. Keeping the bf16 elements across the block's scan instead of the lifted states
-// (half the registers live) removed the spills of the smaller shapes but raised 512 x 8 x 3's to 116
-// bytes and lost 5 points; not kept.
-// At T = 2048 / 4096 / 8192 (same day) the narrow warps read 81.9 / 89.7 / 92.9% (the stream 85.1 / 91.4 at
-// 4096 / 8192); long tiles from 1024 or 8192 steps, 8 items without long tiles, 6 stages, 16 items at 3
-// or 4 blocks and 8 items at 8 blocks all read the same or less (79 / 90.1 / 93.0 at best).
+// Streamed (streamed_ladder above; H100, 2026-11-23, (8, 1536, T), % of cudaMemcpy in one process, after
+// the stream kernel stopped testing at run time what the host had checked: 355 -> 240 warp instructions a
+// warp at T = 4096, 1024 x 4, where a tile a block made the per-block prologue count). fp32 recurrence:
+//   T          128   256   512   1000  1024  1536  2048  3000  4096  5000  50000 65536
+//   warps      45.0  62.3  76.3  83.1  87.0  90.2  92.0  87.3* 90.1* 89.5* 92.8* 93.3*
+//   64 x 2@16  51.8  63.9  77.6  80.0  84.8  87.9  89.9  87.0
+//   64 x 4@16   -    66.9  80.5  82.7  86.3  89.2  90.6  88.6
+//   256 x 4@8   -     -     -    87.4  90.1  pads  94.1  94.5  96.2  95.2  95.3  96.8
+//   512 x 4@4   -     -     -     -     -     -    96.0  pads  98.2  pads  96.4  97.6
+//   1024 x 4@2  -     -     -     -     -     -    pads  pads  99.2  pads  97.5  98.5
+// (warps: pair_warps, * 128 x 4 without its long tiles; "pads": the last tile would pad more than an
+// eighth, so the rung declines; "-": a tile longer than the sequence). Cumsum (4 bytes a step): 512 x 4@4
+// 96.0 / 96.8 / 96.5% at T = 4096 / 16384 / 65536 (warps 89.3 / 90.9 / 92.6; 256 x 4@8 94.2 / 95.2 / 95.2;
+// 1024 x 4@2 spills 16 bytes since and reads 82-92), 256 x 4@8 91.2% at 2048 (warps 86.9). bf16 gates, tokens and outputs (narrow_inputs above; 2-byte loads
+// want 8 items a thread for 16-byte vectors): 128 x 8@12 78.1% at T = 1024 (warps 73.8), 256 x 8@6 87.7 /
+// 93.4% at 2048 / 4096 (82.0 / 87.0), 512 x 8@3 96.4 / 98.1% at 8192 / 65536 (256 x 8@6 96.1 / 96.8; warps
+// 90.0 / 93.0); they spill 14-18 bytes at their 40-register caps (the narrow policy allows 128: room for
+// another nvcc's allocation). Earlier, with 72 bytes spilled, 512 x 8@3 read 84.4% at 4096; 1024 x 4
+// (8-byte loads) 50 / 66 / 70% at 4096 / 16384 / 65536, 1024 x 8 (184 bytes spilled) 24 / 92 / 96%.
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
 // 128-thread blocks; 4x4 through this strategy 25% against 23% for <64, 2>, not adopted). Over many
 // chains (two warps of them a multiprocessor) chains of N = 4 .. 32 are walked in time instead
 // (cuda/chain_walk.cuh; 4x4 over (4096, 1024): 53%).
+/// The pieces of the sm90 defaults (the measurements above), also for operators that tune their own
+/// default_policy (ops/logsumexp.hpp, ops/log_linear_recurrence.hpp).
+namespace sm90_tuning {
+template <int Threads, int Items, int Blocks>
+using stream = cuda_policy<Threads, Items, combine_variant::block, Blocks, 1>;
+using scalar_warps =
+    long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4, cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
+using pair_warps =
+    long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4, cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
+using wide_warps = cuda_policy<128, 4, combine_variant::warp, 4, 3>;
+// Each stream from the length where it beats the next shorter one (or the warps), the shorter ones also
+// where a longer tile would pad more than an eighth (T = 5000: 256 x 4).
+using pair_streams =
+    streamed_ladder<pair_warps, stream_rung<128, stream<64, 2, 16>>, stream_rung<256, stream<64, 4, 16>>,
+                    stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>>,
+                    stream_rung<4096, stream<1024, 4, 2>>>;
+using narrow_streams =
+    streamed_ladder<detail::widened<pair_warps, 8>::type, stream_rung<1024, stream<128, 8, 12>, 128>,
+                    stream_rung<2048, stream<256, 8, 6>, 128>, stream_rung<8192, stream<512, 8, 3>, 128>>;
+using scalar_streams =
+    streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 4, 8>>, stream_rung<4096, stream<512, 4, 4>>>;
+/// Streams for combines that cost more than their loads (log space: an exp and a log1p a combine): more
+/// items a thread and more warps a multiprocessor than the fp32 recurrence's 1024 x 4 at two blocks, which
+/// read 63 / 77% for logcumsumexp at T = 4096 / 65536 (H100, 2026-11-23, % of cudaMemcpy, (8, 1536, T)):
+/// logcumsumexp 64 x 4 at 16 blocks 51.9% at T = 256 (the warps 43.4), 128 x 8 at 8 blocks 80.4 / 92.0 /
+/// 94.3 / 94.8% at T = 1024 / 4096 / 16384 / 65536 (the warps 72.4 / 89.9 / 90.9 / 91.8); the log-space
+/// recurrence 62.5% at 256 (50.4), 90.0 / 95.8 / 96.6% at 1024 / 4096 / 65536 (79.4 / 90.2 / 92.0).
+template <class Base>
+using costly_combine_streams =
+    streamed_ladder<Base, stream_rung<256, stream<64, 4, 16>>, stream_rung<1024, stream<128, 8, 8>>>;
+}  // namespace sm90_tuning
+
 template <class Op>
 struct default_policy<Op, arch::sm90> {
   static constexpr state_family family = family_of<Op>();
-  using pair_warps = long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4,
-                                    cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
   using type = std::conditional_t<
-      family == state_family::scalar,
-      streamed_sequences<long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4,
-                                        cuda_policy<128, 8, combine_variant::warp, 4, 4>>,
-                         16384, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
+      family == state_family::scalar, sm90_tuning::scalar_streams,
       std::conditional_t<
-          family == state_family::pair,
-          narrow_inputs<streamed_sequences<pair_warps, 4096, cuda_policy<1024, 4, combine_variant::block, 2, 1>>,
-                        streamed_sequences<typename detail::widened<pair_warps, 8>::type, 16384,
-                                           cuda_policy<512, 8, combine_variant::block, 3, 1>, 128>>,
+          family == state_family::pair, narrow_inputs<sm90_tuning::pair_streams, sm90_tuning::narrow_streams>,
           std::conditional_t<
-              family == state_family::wide, cuda_policy<128, 4, combine_variant::warp, 4, 3>,
+              family == state_family::wide, sm90_tuning::wide_warps,
               std::conditional_t<(sizeof(state_t<Op>) <= 128), cuda_policy<64, 2>,
                                  std::conditional_t<matrix_form<Op>::available,
                                                     cuda_policy<128, 1, combine_variant::warp_product, 1,

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/log_linear_recurrence.hpp>
+#include <parascan/ops/logsumexp.hpp>
 
 namespace {
 
@@ -241,11 +243,14 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
   check_strategy<streamed, K>(false);
 }
 
-// The linear recurrence over (2, 1536, T) under its default policy, stored as S (fp32 state): streamed
-// from a 16-byte aligned base pointer, the warp pipeline from one element on; checked against fp64.
+// The linear recurrence over (2, D, T) under its default policy, stored as S (fp32 state): streamed in
+// tiles of `tile` steps (0: not streamed) from a 16-byte aligned base pointer, the warp pipeline from one
+// element on; checked against fp64. D gives the stream's four waves of `blocks` a multiprocessor.
 template <class S>
-void check_default_stream(index_t T) {
-  const index_t B = 2, D = 1536, n = B * D * T;
+void check_default_stream(index_t T, int tile, int blocks) {
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const index_t B = 2, D = 2 * index_t(sms) * blocks + 5, n = B * D * T;
   ptest::buffer<S> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1));
   ptest::buffer<float> init(std::size_t(B * D)), fin(std::size_t(B * D));
   ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
@@ -254,8 +259,10 @@ void check_default_stream(index_t T) {
   ptest::fill(fin, [] { return NAN; });  // read back even where not written
   for (const index_t skew : {0, 1})
   for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true}}) {
-    INFO("bdt (2, 1536, " << T << ") of " << sizeof(S) << "-byte values, skew " << skew << ", " << ptest::describe(f));
+    INFO("bdt (2, " << D << ", " << T << ") of " << sizeof(S) << "-byte values, skew " << skew << ", "
+                    << ptest::describe(f));
     const long long before = parascan::engine::stream_launches();
+    parascan::engine::last_stream_tile() = 0;
     ptest::fill(x, [] { return S(NAN); });
     parascan::options<float> opts;
     opts.exclusive = f.exclusive, opts.reverse = f.reverse;
@@ -264,7 +271,9 @@ void check_default_stream(index_t T) {
     parascan::linear_recurrence(ptest::exec(), parascan::bdt<const S>(a.data() + skew, B, D, T),
                                 parascan::bdt<const S>(b.data() + skew, B, D, T),
                                 parascan::bdt(x.data() + skew, B, D, T), opts);
-    CHECK(parascan::engine::stream_launches() == before + (skew == 0 ? 1 : 0));
+    const bool streams = skew == 0 && tile != 0;
+    CHECK(parascan::engine::stream_launches() == before + (streams ? 1 : 0));
+    CHECK(parascan::engine::last_stream_tile() == (streams ? tile : 0));  // the rung the ladder promises
     x.download();
     fin.download();
     // fp32 state: the error grows like fp32's; the stored outputs add one rounding of S (relative). Also
@@ -306,9 +315,73 @@ static_assert(!parascan::detail::has_stream_policy<default_for<ptest::bf16, floa
 static_assert(std::is_same<default_for<float, float>, pair_default>::value);
 
 TEST_CASE("streamed sequences: the linear recurrence under its default policy, fp32 and bf16 / fp16 storage") {
-  // fp32 streams from 4096 steps (1024 x 4 tiles); 2-byte storage from 16384 (512 x 8 tiles, three blocks
-  // a multiprocessor, its measured spill allowed). (2, 1536, T) fills the device over four waves.
-  check_default_stream<float>(8192);
-  check_default_stream<ptest::bf16>(16384);
-  check_default_stream<ptest::f16>(16384);
+  // Every rung of the default ladders (policy.hpp), on its tile grid and ragged, and the lengths that pad
+  // too much for every rung (the warps).
+  SUBCASE("fp32") {
+    check_default_stream<float>(128, 128, 16);   // 64 x 2
+    check_default_stream<float>(130, 0, 16);     // 126 steps of padding a 128-step tile: the warps
+    check_default_stream<float>(256, 256, 16);   // 64 x 4
+    check_default_stream<float>(1000, 1024, 8);  // 256 x 4, ragged
+    check_default_stream<float>(2048, 2048, 4);  // 512 x 4
+    check_default_stream<float>(5000, 1024, 8);  // 256 x 4 where 4096-step tiles would pad 39%
+    check_default_stream<float>(8192, 4096, 2);  // 1024 x 4
+  }
+  SUBCASE("2-byte storage") {
+    check_default_stream<ptest::bf16>(1024, 1024, 12);  // 128 x 8
+    check_default_stream<ptest::bf16>(2048, 2048, 6);   // 256 x 8
+    check_default_stream<ptest::bf16>(8192, 4096, 3);   // 512 x 8, its measured spill allowed
+    check_default_stream<ptest::f16>(8192, 4096, 3);
+  }
+}
+
+// logcumsumexp and the log-space recurrence over (2, D, T) under their own defaults (policy.hpp's
+// costly_combine_streams): the rung that runs (`tile` steps), and the results against fp64 with -inf
+// log-values mixed in (tolerance as in cases/logsumexp.hpp and cases/log_linear_recurrence.hpp).
+namespace {
+void check_log_space_stream(index_t T, int tile, int blocks) {
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const index_t B = 2, D = 2 * index_t(sms) * blocks + 5;
+  const std::size_t n = std::size_t(B * D * T);
+  ptest::buffer<float> la(n), lb(n), y(n);
+  ptest::fast_random g;
+  ptest::fill(la, [&] { return float(g.uniform(-0.3, 0.31)); });
+  ptest::fill(lb, [&] { return g.uniform(0, 1) < 0.05 ? -INFINITY : float(g.uniform(-20, 20)); });
+  const auto view = [&](float* p) { return parascan::bdt(p, B, D, T); };
+  const auto add = [](double x, double z) {
+    const double m = std::max(x, z);
+    return std::isinf(m) ? m : m + std::log(std::exp(x - m) + std::exp(z - m));
+  };
+  const double tol = 8 * ptest::eps_of<float>() * (1 + std::sqrt(double(T)));
+  for (const bool recurrence : {false, true}) {
+    INFO((recurrence ? "log_linear_recurrence" : "logcumsumexp") << " over (2, " << D << ", " << T << ")");
+    ptest::fill(y, [] { return NAN; });
+    const long long before = parascan::engine::stream_launches();
+    parascan::engine::last_stream_tile() = 0;
+    if (recurrence)
+      parascan::log_linear_recurrence(ptest::exec(), parascan::bdt<const float>(la.data(), B, D, T),
+                                      parascan::bdt<const float>(lb.data(), B, D, T), view(y.data()));
+    else
+      parascan::logcumsumexp(ptest::exec(), parascan::bdt<const float>(lb.data(), B, D, T), view(y.data()));
+    CHECK(parascan::engine::stream_launches() == before + 1);
+    CHECK(parascan::engine::last_stream_tile() == tile);
+    y.download();
+    ptest::scaled_error_meter err;
+    for (index_t s = 0; s < B * D; ++s) {
+      double c = -INFINITY;
+      for (index_t t = 0; t < T; ++t) {
+        const std::size_t i = std::size_t(s * T + t);
+        c = add(recurrence ? la.host[i] + c : c, lb.host[i]);
+        err.add(y.host[i], c);
+      }
+    }
+    CHECK(err.worst <= tol);
+  }
+}
+}  // namespace
+
+TEST_CASE("streamed sequences: logcumsumexp and the log-space recurrence under their default ladder") {
+  check_log_space_stream(256, 256, 16);   // 64 x 4
+  check_log_space_stream(1000, 1024, 8);  // 128 x 8, ragged
+  check_log_space_stream(4096, 1024, 8);
 }

@@ -235,17 +235,27 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   CHECK(runs_stream(4 * sms * 2, 8192, sms, 2, 4096, 4096));
   CHECK(!runs_stream(4 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under four waves: split instead
   CHECK(!runs_stream(16, 1 << 24, sms, 2, 4096, 4096));
-  // The policies: fp32 pairs stream from 4096 steps, scalars from 16384; a widened policy (bf16) does not.
+  // The policies: ladders of streams (the longest rung outermost, each refining the next shorter); fp32
+  // pairs from 128 steps to 1024 x 4 tiles from 4096, scalars 512 x 4 from 4096; a widened policy (bf16)
+  // has none.
   using pairs = parascan::default_policy_t<parascan::ops::linear_recurrence<float>, parascan::arch::sm90>;
   static_assert(pairs::stream_from == 4096 && pairs::stream_policy::tile == 4096);
-  static_assert(parascan::default_policy_t<parascan::ops::sum<float>, parascan::arch::sm90>::stream_from == 16384);
+  using pairs_2048 = pairs::refines;
+  static_assert(pairs_2048::stream_from == 2048 && pairs_2048::stream_policy::tile == 2048 &&
+                pairs_2048::stream_policy::min_blocks == 4);
+  using pairs_128 = pairs_2048::refines::refines::refines;
+  static_assert(pairs_128::stream_from == 128 && pairs_128::stream_policy::tile == 128 &&
+                !parascan::detail::has_stream_policy<pairs_128::refines>::value);
+  using sums = parascan::default_policy_t<parascan::ops::sum<float>, parascan::arch::sm90>;
+  static_assert(sums::stream_from == 4096 && sums::stream_policy::tile == 2048 && sums::refines::stream_from == 2048);
   static_assert(std::is_same<parascan::with_items_at_least<pairs, 4>, pairs>::value);
   static_assert(!parascan::detail::has_stream_policy<parascan::with_items_at_least<pairs, 8>>::value);
   // Inputs under 4 bytes (bf16, fp16) run the narrow policy: 8 items a thread, streamed at 512 x 8 from
-  // 16384 steps, its measured 72-byte spill allowed; the fp32 stream allows none.
+  // 8192 steps (shorter rungs below), their measured spills allowed; the fp32 streams allow none.
   using narrow = pairs::narrow_policy;
-  static_assert(narrow::items == 8 && narrow::stream_from == 16384 && narrow::stream_policy::tile == 4096 &&
-                narrow::stream_policy::min_blocks == 3 && narrow::stream_spill_bytes == 128);
+  static_assert(narrow::items == 8 && narrow::stream_from == 8192 && narrow::stream_policy::tile == 4096 &&
+                narrow::stream_policy::min_blocks == 3 && narrow::stream_spill_bytes == 128 &&
+                narrow::refines::stream_from == 2048 && narrow::refines::refines::stream_from == 1024);
   static_assert(std::is_same<parascan::with_items_at_least<narrow, 8>, narrow>::value &&
                 pairs::stream_spill_bytes == 0);
   // Every input must be narrow (bf16 gates with fp32 tokens keep the widened fp32 policy, unmeasured as a stream).

@@ -252,6 +252,23 @@ void launch_segments(const segment_args<Op, Pack, Outs>& a, index_t groups, cuda
 template <class Stream, bool WRITE, class Op, class Pack, class Outs>
 bool run_stream(const segment_args<Op, Pack, Outs>& a, int spill_bytes, cudaStream_t stream);
 
+/// Runs whole sequences under the policy's stream where runs_stream and run_stream allow, else under the
+/// stream of the policy it refines (streamed_sequences nest: the outer stream's longer tiles from more
+/// steps, the inner one's below them and where they would pad too much). False: none ran.
+template <class Policy, bool WRITE, class Op, class Pack, class Outs>
+bool run_streams(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream) {
+  if constexpr (!detail::has_stream_policy<Policy>::value) {
+    return false;
+  } else {
+    using Stream = typename Policy::stream_policy;
+    if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
+                    index_t(Stream::tile)) &&
+        run_stream<Stream, WRITE>(a, detail::stream_spill_bytes_of<Policy>::value, stream))
+      return true;
+    return run_streams<typename detail::refined_policy<Policy>::type, WRITE>(a, shape, stream);
+  }
+}
+
 /// The single-pass look-back (lookback.cuh, included at the end of this file).
 template <class Tiles, class Op, class Pack, class Outs>
 bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
@@ -303,12 +320,8 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                  plan.describe().c_str());
   constexpr int per_group = Group::sequences_per_group;
   constexpr pass whole = WRITE ? pass::scan : pass::reduce;
-  if constexpr (WRITE && Group::kind == group_kind::warp && detail::has_stream_policy<Policy>::value) {
-    using Stream = typename Policy::stream_policy;  // long whole sequences, a block each (block_stream.cuh)
-    if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
-                    index_t(Stream::tile)) &&
-        run_stream<Stream, WRITE>(a, detail::stream_spill_bytes_of<Policy>::value, stream))
-      return;
+  if constexpr (WRITE && Group::kind == group_kind::warp) {
+    if (run_streams<Policy, WRITE>(a, shape, stream)) return;  // long whole sequences, a block each
   }
   if (plan.splits == 1) {
     if constexpr (Group::kind == group_kind::warp && detail::has_long_policy<Policy>::value) {

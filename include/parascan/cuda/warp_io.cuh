@@ -102,11 +102,15 @@ constexpr int stage_bytes() {
 
 /// A warp's chunk: scan positions [first, first + 32 * ITEMS) of a sequence of n steps, valid in
 /// [begin, end) (a chunk grid aligned to memory starts before the segment: see aligned_origin).
+/// `runs_aligned`: the caller has checked that every lane run of a full chunk of every view starts on its
+/// vector piece (the stream: contiguous views whose sequences start and end on 16 bytes), so no address is
+/// tested; a compile-time constant where the chunk is built, it folds the tests away.
 template <int ITEMS>
 struct warp_chunk {
   static constexpr int elements = 32 * ITEMS;
   index_t n, first, begin, end;
   bool reverse;
+  bool runs_aligned = false;
   __device__ __forceinline__ bool full() const { return first >= begin && first + elements <= end; }
   __device__ __forceinline__ bool valid(index_t p) const { return p >= begin && p < end; }
   /// Time index of the chunk's lowest address (contiguous time: reverse chunks run backwards).
@@ -432,7 +436,7 @@ template <int ITEMS, class T>
 __device__ __forceinline__ bool loads_vectors(const cursor<const T>& c, const warp_chunk<ITEMS>& w) {
   using L = chunk_layout<ITEMS, T>;
   if constexpr (L::vector)
-    return c.stride == 1 && aligned_to<L::piece>(c.base + w.lowest_time());
+    return c.stride == 1 && (w.runs_aligned || aligned_to<L::piece>(c.base + w.lowest_time()));
   else
     return false;
 }
@@ -598,7 +602,7 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
   if (out.stride == 1) {
     Out* lowest = out.base + w.lowest_time();  // dereferenced only at valid times
     if constexpr (L::vector) {
-      if (w.full() && aligned_to<L::piece>(lowest)) {
+      if (w.full() && (w.runs_aligned || aligned_to<L::piece>(lowest))) {
         using piece_t = typename piece_of<L::piece>::type;
         Out mem[ITEMS];
 #pragma unroll

@@ -200,6 +200,13 @@ struct signed_log_linear_recurrence {
 
 namespace parascan {
 
+/// The log-space recurrence's CUDA tuning (a 12-byte state, whose combine costs an exp and a log1p):
+/// streamed as logcumsumexp (policy.hpp, sm90_tuning::costly_combine_streams), its warps the wide states'.
+template <>
+struct default_policy<ops::log_linear_recurrence<float>, arch::sm90> {
+  using type = sm90_tuning::costly_combine_streams<sm90_tuning::wide_warps>;
+};
+
 /// The log-space adjoint's CUDA tuning (five inputs, two outputs a step; H100, .scratch probe, fp32
 /// (8, 1536, T), % of its floor at T = 4096 / 65536): 4 items at 4 blocks, 3 stages 90.0 / 88.3%; the pair
 /// states' default (8 items at 4 blocks, of whose 4 stages 2 fit) 67 / 69 (76.5% at 65536 unstaged, as it

@@ -32,6 +32,7 @@
 #include <parascan/error.hpp>
 #include <parascan/inputs.hpp>
 #include <parascan/options.hpp>
+#include <parascan/policy.hpp>
 #include <parascan/shifted.hpp>
 
 #include "accumulator.hpp"
@@ -185,6 +186,13 @@ struct log_add_exp_recurrence_adjoint {
 }  // namespace parascan::ops
 
 namespace parascan {
+
+/// logcumsumexp's CUDA tuning (fp32 state): its combine costs an exp and a log1p, so it streams with more
+/// items a thread over more warps than the other pair states (policy.hpp, sm90_tuning::costly_combine_streams).
+template <class T>
+struct default_policy<ops::log_add_exp<T, float>, arch::sm90> {
+  using type = sm90_tuning::costly_combine_streams<sm90_tuning::pair_warps>;
+};
 
 /// out[t] = log(sum over steps up to t of exp(in[step])) for every sequence (options: exclusive, reverse,
 /// an initial log-value per sequence, final totals). `out` may be a storage type (bf16 rounds once).
