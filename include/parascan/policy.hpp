@@ -269,12 +269,13 @@ struct default_policy<Op, arch::host> {
 // (warps: pair_warps, * 128 x 4 without its long tiles; "pads": the last tile would pad more than an
 // eighth, so the rung declines; "-": a tile longer than the sequence). Cumsum (4 bytes a step): 512 x 4@4
 // 96.0 / 96.8 / 96.5% at T = 4096 / 16384 / 65536 (warps 89.3 / 90.9 / 92.6; 256 x 4@8 94.2 / 95.2 / 95.2;
-// 1024 x 4@2 spills 16 bytes since and reads 82-92), 256 x 4@8 91.2% at 2048 (warps 86.9). bf16 gates, tokens and outputs (narrow_inputs above; 2-byte loads
-// want 8 items a thread for 16-byte vectors): 128 x 8@12 78.1% at T = 1024 (warps 73.8), 256 x 8@6 87.7 /
-// 93.4% at 2048 / 4096 (82.0 / 87.0), 512 x 8@3 96.4 / 98.1% at 8192 / 65536 (256 x 8@6 96.1 / 96.8; warps
-// 90.0 / 93.0); they spill 14-18 bytes at their 40-register caps (the narrow policy allows 128: room for
-// another nvcc's allocation). Earlier, with 72 bytes spilled, 512 x 8@3 read 84.4% at 4096; 1024 x 4
-// (8-byte loads) 50 / 66 / 70% at 4096 / 16384 / 65536, 1024 x 8 (184 bytes spilled) 24 / 92 / 96%.
+// 1024 x 4@2 spills 16 bytes since and reads 82-92), 256 x 4@8 91.2% at 2048 (warps 86.9). bf16 gates,
+// tokens and outputs (narrow_inputs above; 2-byte loads want 8 items a thread for 16-byte vectors):
+// 128 x 8@12 78.1% at T = 1024 (warps 73.8), 256 x 8@6 87.7 / 93.4% at 2048 / 4096 (82.0 / 87.0),
+// 512 x 8@3 96.4 / 98.1% at 8192 / 65536 (256 x 8@6 96.1 / 96.8; warps 90.0 / 93.0); they spill 14-18
+// bytes at their 40-register caps (the narrow policy allows 128: room for another nvcc's allocation).
+// Earlier, with 72 bytes spilled, 512 x 8@3 read 84.4% at 4096; 1024 x 4 (8-byte loads) 50 / 66 / 70% at
+// 4096 / 16384 / 65536, 1024 x 8 (184 bytes spilled) 24 / 92 / 96%.
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
@@ -286,11 +287,11 @@ struct default_policy<Op, arch::host> {
 namespace sm90_tuning {
 template <int Threads, int Items, int Blocks>
 using stream = cuda_policy<Threads, Items, combine_variant::block, Blocks, 1>;
-using scalar_warps =
-    long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 3>, 4, cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
-using pair_warps =
-    long_sequences<cuda_policy<128, 4, combine_variant::warp, 8, 4>, 4, cuda_policy<128, 8, combine_variant::warp, 4, 4>>;
-using wide_warps = cuda_policy<128, 4, combine_variant::warp, 4, 3>;
+template <int Items, int Blocks, int Stages>
+using warps = cuda_policy<128, Items, combine_variant::warp, Blocks, Stages>;
+using scalar_warps = long_sequences<warps<4, 8, 3>, 4, warps<8, 4, 4>>;
+using pair_warps = long_sequences<warps<4, 8, 4>, 4, warps<8, 4, 4>>;
+using wide_warps = warps<4, 4, 3>;
 // Each stream from the length where it beats the next shorter one (or the warps), the shorter ones also
 // where a longer tile would pad more than an eighth (T = 5000: 256 x 4).
 using pair_streams =

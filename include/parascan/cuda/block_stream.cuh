@@ -1,15 +1,16 @@
-// Long whole sequences streamed by a block each (accelerated-scan's shape): every thread loads its ITEMS
+// Whole sequences streamed by a block each (accelerated-scan's shape): every thread loads its ITEMS
 // consecutive steps of every input straight into registers as 16-byte vectors, the block scans its tile of
 // THREADS * ITEMS steps (thread fold, warp shuffles, warp totals through shared memory, one barrier a
 // tile: block.cuh's block_group) from the running carry, and the next tile follows. No shared-memory
-// stages: the other resident blocks (two of 1024 threads a multiprocessor for fp32, three of 512 for
-// 2-byte inputs) keep loads in flight while one synchronises, and a block's whole tile is requested at
-// once, 16 KiB of each fp32 input.
+// stages: the other resident blocks (2 to 16 a multiprocessor, by the policy's rung) keep loads in flight
+// while one synchronises, and a block's whole tile is requested at once (16 KiB of each fp32 input for
+// 1024 x 4).
 //
-// Why not a warp a sequence with its cp.async pipeline (the default below this length): it keeps every
+// Why not a warp a sequence with its cp.async pipeline (the default where no rung applies): it keeps every
 // resident warp on its own sequence, 4096 streams of 1 KiB requests on an H100, and reached 94-96% of
 // cudaMemcpy at T = 4096 .. 65536, where the same traffic as 264 streams of 16 KiB requests reaches 98-100%
-// (H100, fp32 linear recurrence over (8, 1536, T), 2026-11-22).
+// (H100, fp32 linear recurrence over (8, 1536, T), 2026-11-22); for short sequences the stream's blocks of
+// 64 threads beat the warps too, having no stages to fill (policy.hpp).
 //
 // The grid is (n1, n0) over the batch axes, so that a block finds its sequence without a division.
 #pragma once
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segme
   const index_t s = at.i0 * index_t(gridDim.x) + at.i1;
   // What run_stream checked on the host is known here (uniform views, time stride 1, every lane run of a
   // full chunk on its vector piece): the prologue places the cursors with no branch, and the loads and
-  // stores test no address (fp32 recurrence, one tile a block: 355 -> %%% warp instructions a warp).
+  // stores test no address (fp32 recurrence, one tile a block: 355 -> 240 warp instructions a warp).
   const index_t n = a.in.head.length;
   const auto in = bind_contiguous_at(a.in, at);
   decltype(bind_outputs(a.out, 0)) out{};
