@@ -354,7 +354,8 @@ void check_log_space_stream(index_t T, int tile, int blocks) {
   };
   const double tol = 8 * ptest::eps_of<float>() * (1 + std::sqrt(double(T)));
   for (const bool recurrence : {false, true}) {
-    INFO(std::string(recurrence ? "log_linear_recurrence" : "logcumsumexp") << " over (2, " << D << ", " << T << ")");
+    INFO(std::string(recurrence ? "log_linear_recurrence" : "logcumsumexp") << " over (2, " << D << ", " << T
+                                                                               << ")");
     ptest::fill(y, [] { return NAN; });
     const long long before = parascan::engine::stream_launches();
     parascan::engine::last_stream_tile() = 0;
