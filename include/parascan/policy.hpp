@@ -269,7 +269,11 @@ struct default_policy<Op, arch::host> {
 // (warps: pair_warps, * 128 x 4 without its long tiles; "pads": the last tile would pad more than an
 // eighth, so the rung declines; "-": a tile longer than the sequence). Cumsum (4 bytes a step): 512 x 4@4
 // 96.0 / 96.8 / 96.5% at T = 4096 / 16384 / 65536 (warps 89.3 / 90.9 / 92.6; 256 x 4@8 94.2 / 95.2 / 95.2;
-// 1024 x 4@2 spills 16 bytes since and reads 82-92), 256 x 4@8 91.2% at 2048 (warps 86.9). bf16 gates,
+// 1024 x 4@2 spills 16 bytes since and reads 82-92), 256 x 4@8 91.2% at 2048 (warps 86.9). Tried for
+// cumsum and not kept: loading the next tile into registers before scanning this one (the stream kernel
+// with a second stage, a probe): 512 x 4@4 96.9 / 97.0 / 96.5% at 4096 / 16384 / 65536 against 95.7 /
+// 96.8 / 96.6 in the same process, 512 x 4@3 93.4 / 97.5 / 96.6, 1024 x 4@1 61 / 88 / 92, 512 x 8@2
+// 85 / 96 / 93; the fp32 recurrence lost a point with it (1024 x 4@2 98.0 / 97.3 against 99.0 / 98.5). bf16 gates,
 // tokens and outputs (narrow_inputs above; 2-byte loads want 8 items a thread for 16-byte vectors):
 // 128 x 8@12 78.1% at T = 1024 (warps 73.8), 256 x 8@6 87.7 / 93.4% at 2048 / 4096 (82.0 / 87.0),
 // 512 x 8@3 96.4 / 98.1% at 8192 / 65536 (256 x 8@6 96.1 / 96.8; warps 90.0 / 93.0); they spill 14-18
