@@ -89,7 +89,9 @@ struct long_sequences : Base {
 /// the register cap of a fully occupied multiprocessor is a guess nobody measured, so the warp pipeline
 /// runs instead); a policy that measured its spilled kernel says how much it allows.
 /// `Base` may itself be streamed (a shorter tile below FromSteps, or where `Stream`'s tiles would pad too
-/// much): the outer stream is tried first, then the inner one.
+/// much): the outer stream is tried first, then the inner one, whatever made the outer one decline (its
+/// padding, its waves, or a spill: then a shorter tile runs at any length). A policy that defines its own
+/// stream_policy over a streamed Base should define `refines` too, else the Base's stream is never tried.
 template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0>
 struct streamed_sequences : Base {
   static_assert(Stream::combine == combine_variant::block, "streamed_sequences: the stream is a block a sequence");
@@ -232,8 +234,9 @@ struct default_policy<Op, arch::host> {
 // Chosen by bench/policy_sweep.cu on an H200 (2026-11-21; (8, 1536, T), T = 256 .. 65536, fractions of a
 // float4 copy kernel in the same run). Scalar, pair and wide states: a warp per sequence at every length
 // (no block barrier per tile, and 32 sequences in flight per multiprocessor, each with its loads STAGES - 1
-// tiles ahead) beat whole blocks everywhere: fp32 pairs at 128 x 4 x 4 stages reached 51 / 73 / 84 / 92 /
-// 97 / 99 / 101% at T = 256 / 512 / 1024 / 2048 / 4096 / 16384 / 65536, against 22 / 47 / 70 / 83 / 87 /
+// tiles ahead) beat whole blocks everywhere (before the stream: "Streamed" below): fp32 pairs at 128 x 4
+// x 4 stages reached 51 / 73 / 84 / 92 / 97 / 99 / 101% at T = 256 / 512 / 1024 / 2048 / 4096 / 16384 /
+// 65536, against 22 / 47 / 70 / 83 / 87 /
 // 88 / 89% for 128-thread blocks and 98% at best for 256-thread blocks at 65536. Eight items per thread
 // lost 20-25 points (register pressure at 1024 resident threads); complex64 (16-byte state) wants 4 blocks
 // of 128 threads (<= 128 registers): 93 / 100 / 101% at 1024 / 4096 / 65536. 4 x 4 matrix states did
@@ -267,8 +270,10 @@ struct default_policy<Op, arch::host> {
 //   512 x 4@4   -     -     -     -     -     -    96.0  pads  98.2  pads  96.4  97.6
 //   1024 x 4@2  -     -     -     -     -     -    pads  pads  99.2  pads  97.5  98.5
 // (warps: pair_warps, * 128 x 4 without its long tiles; "pads": the last tile would pad more than an
-// eighth, so the rung declines; "-": a tile longer than the sequence). Cumsum (4 bytes a step): 512 x 4@4
-// 96.0 / 96.8 / 96.5% at T = 4096 / 16384 / 65536 (warps 89.3 / 90.9 / 92.6; 256 x 4@8 94.2 / 95.2 / 95.2;
+// eighth, so the rung declines; "-": below the rung's FromSteps in the probe). Between 1100 and 1820 steps
+// no 1024-step tile fits the 1/8 rule and 64 x 4 runs: at T = 1536 89.2% against the warps' 90.2.
+// Cumsum (4 bytes a step): 512 x 4@4 96.0 / 96.8 / 96.5% at T = 4096 / 16384 / 65536 (warps 89.3 / 90.9
+// / 92.6; 256 x 4@8 94.2 / 95.2 / 95.2;
 // 1024 x 4@2 spills 16 bytes since and reads 82-92), 256 x 4@8 91.2% at 2048 (warps 86.9). Tried for
 // cumsum and not kept: loading the next tile into registers before scanning this one (the stream kernel
 // with a second stage, a probe): 512 x 4@4 96.9 / 97.0 / 96.5% at 4096 / 16384 / 65536 against 95.7 /
@@ -297,7 +302,9 @@ using scalar_warps = long_sequences<warps<4, 8, 3>, 4, warps<8, 4, 4>>;
 using pair_warps = long_sequences<warps<4, 8, 4>, 4, warps<8, 4, 4>>;
 using wide_warps = warps<4, 4, 3>;
 // Each stream from the length where it beats the next shorter one (or the warps), the shorter ones also
-// where a longer tile would pad more than an eighth (T = 5000: 256 x 4).
+// where a longer tile would pad more than an eighth (T = 5000: 256 x 4). A ladder serves every operator of
+// its state family (any user functor too; sums, products, max and min of other types) but was measured on
+// the fp32 recurrence (pairs) and cumsum (scalars) only; operators with emit() or three inputs never stream.
 using pair_streams =
     streamed_ladder<pair_warps, stream_rung<128, stream<64, 2, 16>>, stream_rung<256, stream<64, 4, 16>>,
                     stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>>,

@@ -9,6 +9,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/ops/log_linear_recurrence.hpp>
 #include <parascan/ops/logsumexp.hpp>
@@ -315,11 +316,11 @@ static_assert(!parascan::detail::has_stream_policy<default_for<ptest::bf16, floa
 static_assert(std::is_same<default_for<float, float>, pair_default>::value);
 
 TEST_CASE("streamed sequences: the linear recurrence under its default policy, fp32 and bf16 / fp16 storage") {
-  // Every rung of the default ladders (policy.hpp), on its tile grid and ragged, and the lengths that pad
-  // too much for every rung (the warps).
+  // Every rung of the pair ladders (policy.hpp), on its tile grid and ragged, and a length that pads too
+  // much for every rung (the warps).
   SUBCASE("fp32") {
     check_default_stream<float>(128, 128, 16);   // 64 x 2
-    check_default_stream<float>(130, 0, 16);     // 126 steps of padding a 128-step tile: the warps
+    check_default_stream<float>(132, 0, 16);     // 124 steps of padding a 128-step tile: the warps
     check_default_stream<float>(256, 256, 16);   // 64 x 4
     check_default_stream<float>(1000, 1024, 8);  // 256 x 4, ragged
     check_default_stream<float>(2048, 2048, 4);  // 512 x 4
@@ -385,4 +386,47 @@ TEST_CASE("streamed sequences: logcumsumexp and the log-space recurrence under t
   check_log_space_stream(256, 256, 16);   // 64 x 4
   check_log_space_stream(1024, 1024, 8);  // 128 x 8
   check_log_space_stream(4000, 1024, 8);  // 128 x 8, the last tile ragged
+}
+
+// cumsum over (2, D, T) under the scalar ladder: the rung that runs and every step against fp64; and a view
+// whose sequences start on 16 bytes but end off them (T = 4090 floats, 4092 apart), which the stream must
+// decline (its reverse chunks are aligned to the end): the warps run it and agree.
+namespace {
+void check_sum_stream(index_t T, index_t spacing, int tile, int blocks, bool reverse) {
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const index_t B = 2, D = 2 * index_t(sms) * blocks + 5;
+  const std::size_t n = std::size_t(B * D * spacing);
+  ptest::buffer<float> x(n), y(n);
+  ptest::fill(x, [] { return float(ptest::normal()); });
+  ptest::fill(y, [] { return NAN; });
+  const auto view = [&](float* p) { return parascan::strided(p, B, D, D * spacing, spacing, T, 1); };
+  INFO("cumsum over (2, " << D << ", " << T << "), sequences " << spacing << " apart, reverse " << reverse);
+  const long long before = parascan::engine::stream_launches();
+  parascan::engine::last_stream_tile() = 0;
+  parascan::options<float> opts;
+  opts.reverse = reverse;
+  parascan::cumsum(ptest::exec(), view(x.data()), view(y.data()), opts);
+  CHECK(parascan::engine::stream_launches() == before + (tile != 0 ? 1 : 0));
+  CHECK(parascan::engine::last_stream_tile() == tile);
+  y.download();
+  double worst = 0;
+  for (index_t s = 0; s < B * D; ++s) {
+    double c = 0, size = 0;
+    for (index_t k = 0; k < T; ++k) {
+      const std::size_t i = std::size_t(s * spacing + (reverse ? T - 1 - k : k));
+      c += x.host[i];
+      size += std::fabs(x.host[i]);
+      worst = std::max(worst, std::fabs(y.host[i] - c) / (1 + size));
+    }
+  }
+  CHECK(worst <= 4 * ptest::eps_of<float>() * (1 + std::sqrt(double(T))));
+}
+}  // namespace
+
+TEST_CASE("streamed sequences: cumsum under the scalar ladder; a view ending off 16 bytes declines") {
+  check_sum_stream(2048, 2048, 1024, 8, false);  // 256 x 4
+  check_sum_stream(4096, 4096, 2048, 4, true);   // 512 x 4, reverse
+  check_sum_stream(4090, 4092, 0, 8, true);      // 4090 * 4 bytes: off 16 at the end (256 x 4 would pad 6)
+  check_sum_stream(4090, 4092, 0, 8, false);
 }

@@ -1,5 +1,6 @@
 // Whole sequences streamed by a block each (accelerated-scan's shape): every thread loads its ITEMS
-// consecutive steps of every input straight into registers as 16-byte vectors, the block scans its tile of
+// consecutive steps of every input straight into registers as vectors (16 bytes a thread and input for
+// fp32 x 4 and bf16 x 8, 8 bytes for fp32 x 2), the block scans its tile of
 // THREADS * ITEMS steps (thread fold, warp shuffles, warp totals through shared memory, one barrier a
 // tile: block.cuh's block_group) from the running carry, and the next tile follows. No shared-memory
 // stages: the other resident blocks (2 to 16 a multiprocessor, by the policy's rung) keep loads in flight
@@ -138,7 +139,7 @@ bool run_stream(const segment_args<Op, Pack, Outs>& a, int spill_bytes, cudaStre
     static std::atomic<int> fits[64] = {};
     if (!stream_fits_registers(fits, kernel, spill_bytes)) return false;
     if (log_plans())
-      std::fprintf(stderr, "parascan: long sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
+      std::fprintf(stderr, "parascan: sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
                    Stream::items);
     kernel<<<dim3(unsigned(n1), unsigned(n0)), Stream::threads, 0, stream>>>(a);
     detail::check_launch("parascan stream_kernel");

@@ -321,7 +321,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   constexpr int per_group = Group::sequences_per_group;
   constexpr pass whole = WRITE ? pass::scan : pass::reduce;
   if constexpr (WRITE && Group::kind == group_kind::warp) {
-    if (run_streams<Policy, WRITE>(a, shape, stream)) return;  // long whole sequences, a block each
+    if (run_streams<Policy, WRITE>(a, shape, stream)) return;  // whole sequences, a block each
   }
   if (plan.splits == 1) {
     if constexpr (Group::kind == group_kind::warp && detail::has_long_policy<Policy>::value) {
