@@ -18,6 +18,14 @@ namespace {
 
 using ptest::index_t;
 
+/// Channels D of a (2, D, T) batch with four waves of a stream at `blocks` resident blocks a multiprocessor
+/// (plan.hpp's runs_stream), ten sequences to spare.
+index_t stream_channels(int blocks) {
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  return 2 * index_t(sms) * blocks + 5;
+}
+
 /// K x K row-major matrices; the scan multiplies later on the left: P_t = M_t ... M_1 M_0.
 template <int K>
 struct mat {
@@ -249,9 +257,7 @@ TEST_CASE("streamed sequences: a block a long sequence, vector loads, every opti
 // element on; checked against fp64. D gives the stream's four waves of `blocks` a multiprocessor.
 template <class S>
 void check_default_stream(index_t T, int tile, int blocks) {
-  int sms = 0;
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-  const index_t B = 2, D = 2 * index_t(sms) * blocks + 5, n = B * D * T;
+  const index_t B = 2, D = stream_channels(blocks), n = B * D * T;
   ptest::buffer<S> a(std::size_t(n + 1)), b(std::size_t(n + 1)), x(std::size_t(n + 1));
   ptest::buffer<float> init(std::size_t(B * D)), fin(std::size_t(B * D));
   ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
@@ -340,9 +346,7 @@ TEST_CASE("streamed sequences: the linear recurrence under its default policy, f
 // log-values mixed in (tolerance as in cases/logsumexp.hpp and cases/log_linear_recurrence.hpp).
 namespace {
 void check_log_space_stream(index_t T, int tile, int blocks) {
-  int sms = 0;
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-  const index_t B = 2, D = 2 * index_t(sms) * blocks + 5;
+  const index_t B = 2, D = stream_channels(blocks);
   const std::size_t n = std::size_t(B * D * T);
   ptest::buffer<float> la(n), lb(n), y(n);
   ptest::fast_random g;
@@ -393,9 +397,7 @@ TEST_CASE("streamed sequences: logcumsumexp and the log-space recurrence under t
 // decline (its reverse chunks are aligned to the end): the warps run it and agree.
 namespace {
 void check_sum_stream(index_t T, index_t spacing, int tile, int blocks, bool reverse) {
-  int sms = 0;
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-  const index_t B = 2, D = 2 * index_t(sms) * blocks + 5;
+  const index_t B = 2, D = stream_channels(blocks);
   const std::size_t n = std::size_t(B * D * spacing);
   ptest::buffer<float> x(n), y(n);
   ptest::fill(x, [] { return float(ptest::normal()); });
