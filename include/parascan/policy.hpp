@@ -304,7 +304,9 @@ using wide_warps = warps<4, 4, 3>;
 // Each stream from the length where it beats the next shorter one (or the warps), the shorter ones also
 // where a longer tile would pad more than an eighth (T = 5000: 256 x 4). A ladder serves every operator of
 // its state family (any user functor too; sums, products, max and min of other types) but was measured on
-// the fp32 recurrence (pairs) and cumsum (scalars) only; operators with emit() or three inputs never stream.
+// the fp32 recurrence (pairs) and cumsum (scalars) only. An operator with emit() or more inputs keeps more
+// registers a thread: where a rung would spill, the next shorter one runs (the fused backward has a ladder
+// of its own, ops/linear_recurrence.hpp).
 using pair_streams =
     streamed_ladder<pair_warps, stream_rung<128, stream<64, 2, 16>>, stream_rung<256, stream<64, 4, 16>>,
                     stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>>,

@@ -44,11 +44,19 @@ struct shifted_sequences {
   PARASCAN_HD index_t length_at(batch_position p) const { return view.length_at(p); }
   /// Sequence s, at batch position p (= view.position_of(s)).
   PARASCAN_HD shifted_cursor<T> cursor_at(batch_position p, index_t s) const {
-    const index_t n = view.length_at(p);
+    return placed(view.begin_at(p), view.time_stride, view.length_at(p), s);
+  }
+  /// The same for a uniform view contiguous in time (the caller has checked), with the stride a constant
+  /// (sequences::contiguous_cursor_at).
+  PARASCAN_HD shifted_cursor<T> contiguous_cursor_at(batch_position p, index_t s) const {
+    return placed(view.contiguous_cursor_at(p).base, 1, view.length, s);
+  }
+  /// Sequence s's cursor from its element 0 at `begin`, n steps `stride` apart.
+  PARASCAN_HD shifted_cursor<T> placed(const T* begin, index_t stride, index_t n, index_t s) const {
     const index_t lo = lag >= 0 ? 0 : (-lag < n ? -lag : n);
     const index_t hi = lag <= 0 ? n : (lag < n ? n - lag : 0);
-    return {view.begin_at(p) + lag * view.time_stride, view.time_stride, lo, hi,
-            boundaries != nullptr ? static_cast<T>(boundaries[s]) : boundary, lag};
+    return {begin + lag * stride, stride, lo, hi, boundaries != nullptr ? static_cast<T>(boundaries[s]) : boundary,
+            lag};
   }
   PARASCAN_HD shifted_cursor<T> cursor_of(index_t s) const { return cursor_at(view.position_of(s), s); }
   PARASCAN_HD T at(index_t s, index_t t) const { return cursor_of(s)[t]; }
@@ -79,11 +87,11 @@ shifted_sequences<std::remove_const_t<T>, B> shifted(const sequences<T>& view, i
 
 /// The plain view under an input (for checks of shapes and addresses).
 template <class T>
-const sequences<T>& underlying(const sequences<T>& v) {
+PARASCAN_HD const sequences<T>& underlying(const sequences<T>& v) {
   return v;
 }
 template <class T, class B>
-const sequences<const T>& underlying(const shifted_sequences<T, B>& v) {
+PARASCAN_HD const sequences<const T>& underlying(const shifted_sequences<T, B>& v) {
   return v.view;
 }
 

@@ -341,6 +341,85 @@ TEST_CASE("streamed sequences: the linear recurrence under its default policy, f
   }
 }
 
+// linear_recurrence_backward over (2, D, T) under its own ladder (ops/linear_recurrence.hpp), every view
+// stored as S: the rung that runs (`tile` steps), and both gradients and dL/dx0 against an fp64 adjoint,
+// for the forward in both directions (the states read one step behind, or ahead, as a shifted input whose
+// runs are completed across lanes and, at a chunk's edge, from memory or the boundary), with and without
+// initial states (x[-1]) and a final-state gradient.
+namespace {
+template <class S>
+void check_backward_stream(index_t T, int tile, int blocks) {
+  const index_t B = 2, D = stream_channels(blocks), count = B * D;
+  const std::size_t n = std::size_t(count * T);
+  ptest::buffer<S> a(n), x(n), dy(n), da(n), db(n);
+  const std::size_t sequences_n = std::size_t(count);
+  ptest::buffer<float> init(sequences_n), gf(sequences_n), dx0(sequences_n);
+  ptest::fast_random g;
+  ptest::fill(a, [&] { return S(float(g.uniform(0.9, 1.0))); });
+  ptest::fill(x, [&] { return S(float(g.normal())); });
+  ptest::fill(dy, [&] { return S(float(g.normal())); });
+  ptest::fill(init, [&] { return float(g.normal()); });
+  ptest::fill(gf, [&] { return float(g.normal()); });
+  const auto in = [&](ptest::buffer<S>& b) { return parascan::bdt<const S>(b.data(), B, D, T); };
+  const auto out = [&](ptest::buffer<S>& b) { return parascan::bdt(b.data(), B, D, T); };
+  for (const bool reverse : {false, true})
+    for (const bool ends : {false, true}) {
+      INFO("backward over (2, " << D << ", " << T << ") of " << sizeof(S) << "-byte values, forward reverse "
+                                << reverse << ", initial and final-state gradient " << ends);
+      ptest::fill(da, [] { return S(NAN); });
+      ptest::fill(db, [] { return S(NAN); });
+      ptest::fill(dx0, [] { return NAN; });
+      parascan::backward_options<float> opts;
+      opts.reverse = reverse;
+      opts.initial = ends ? init.data() : nullptr;
+      opts.grad_final = ends ? gf.data() : nullptr;
+      opts.grad_initial = dx0.data();
+      const long long before = parascan::engine::stream_launches();
+      parascan::engine::last_stream_tile() = 0;
+      parascan::linear_recurrence_backward(ptest::exec(), in(a), in(x), in(dy), out(da), out(db), opts);
+      CHECK(parascan::engine::stream_launches() == before + 1);
+      CHECK(parascan::engine::last_stream_tile() == tile);
+      da.download(), db.download(), dx0.download();
+      // Each gradient relative to the size of its terms (fp32 arithmetic), plus one rounding of S.
+      double worst = 0, worst_x0 = 0;
+      const auto keep = [](double& w, double got, double ref, double scale) {
+        const double e = std::fabs(got - ref) / (scale + 1e-30);
+        w = std::isnan(got) ? INFINITY : std::max(w, e);
+      };
+      for (index_t s = 0; s < count; ++s) {
+        const auto at = [&](index_t p) { return std::size_t(s * T + (reverse ? T - 1 - p : p)); };
+        double carried = ends ? gf.host[std::size_t(s)] : 0.0, scale = std::fabs(carried);
+        for (index_t p = T - 1; p >= 0; --p) {  // forward positions, back to front
+          const std::size_t i = at(p);
+          const double x_prev = p > 0 ? ptest::to_double(x.host[at(p - 1)]) : (ends ? init.host[std::size_t(s)] : 0.0);
+          const double grad = ptest::to_double(dy.host[i]) + carried;
+          const double grad_scale = std::fabs(ptest::to_double(dy.host[i])) + scale;
+          keep(worst, ptest::to_double(db.host[i]), grad, grad_scale);
+          keep(worst, ptest::to_double(da.host[i]), grad * x_prev, grad_scale * std::fabs(x_prev));
+          carried = ptest::to_double(a.host[i]) * grad, scale = std::fabs(ptest::to_double(a.host[i])) * grad_scale;
+        }
+        keep(worst_x0, dx0.host[std::size_t(s)], carried, scale);
+      }
+      const double fp32_bound = 1e-6 * (8 + 2 * std::sqrt(double(T)));
+      CHECK(worst <= fp32_bound + 2 * ptest::eps_of<S>());
+      CHECK(worst_x0 <= fp32_bound);
+    }
+}
+}  // namespace
+
+TEST_CASE("streamed sequences: linear_recurrence_backward under its default ladder, fp32 and bf16 storage") {
+  SUBCASE("fp32") {
+    check_backward_stream<float>(256, 256, 16);   // 64 x 4
+    check_backward_stream<float>(1000, 1024, 4);  // 256 x 4, ragged
+    check_backward_stream<float>(4096, 2048, 2);  // 512 x 4
+  }
+  SUBCASE("bf16") {
+    check_backward_stream<ptest::bf16>(512, 512, 8);     // 64 x 8
+    check_backward_stream<ptest::bf16>(3000, 1024, 6);   // 128 x 8, ragged
+    check_backward_stream<ptest::bf16>(8192, 4096, 2);   // 512 x 8, its measured spill allowed
+  }
+}
+
 // logcumsumexp and the log-space recurrence over (2, D, T) under their own defaults (policy.hpp's
 // costly_combine_streams): the rung that runs (`tile` steps), and the results against fp64 with -inf
 // log-values mixed in (tolerance as in cases/logsumexp.hpp and cases/log_linear_recurrence.hpp).

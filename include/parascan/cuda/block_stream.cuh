@@ -25,20 +25,24 @@
 
 namespace parascan::engine {
 
-/// Whether no input of a pack is shifted (every view a plain sequences<>: a shifted input's boundary is
-/// read element by element).
-template <class Pack>
-struct plain_input_pack : std::false_type {};
-template <class... T>
-struct plain_input_pack<input_pack<T...>>
-    : std::bool_constant<(std::is_same<input_view_t<T>, sequences<const input_element_t<T>>>::value && ...)> {};
-
-/// Cursors on the sequence at `at` of every view of a streamable pack (uniform, contiguous in time: the
+/// One input's cursor for bind_contiguous_at: a plain view's, or a shifted view's (its per-sequence boundary
+/// read here).
+template <class T>
+__device__ __forceinline__ cursor<const T> contiguous_cursor(const sequences<const T>& v, batch_position at, index_t) {
+  return v.contiguous_cursor_at(at);
+}
+template <class T, class B>
+__device__ __forceinline__ shifted_cursor<T> contiguous_cursor(const shifted_sequences<T, B>& v, batch_position at,
+                                                               index_t s) {
+  return v.contiguous_cursor_at(at, s);
+}
+/// Cursors on the sequence s, at `at`, of every view of a streamable pack (uniform, contiguous in time: the
 /// host checked), placed without the packed layouts' offsets and with the time stride a constant.
-__device__ inline cursor_pack<> bind_contiguous_at(const input_pack<>&, batch_position) { return {}; }
+__device__ inline cursor_pack<> bind_contiguous_at(const input_pack<>&, batch_position, index_t) { return {}; }
 template <class H, class... R>
-__device__ __forceinline__ cursor_pack<H, R...> bind_contiguous_at(const input_pack<H, R...>& p, batch_position at) {
-  return {p.head.contiguous_cursor_at(at), bind_contiguous_at(p.tail, at)};
+__device__ __forceinline__ cursor_pack<H, R...> bind_contiguous_at(const input_pack<H, R...>& p, batch_position at,
+                                                                   index_t s) {
+  return {contiguous_cursor(p.head, at, s), bind_contiguous_at(p.tail, at, s)};
 }
 __device__ inline output_cursors<> bind_contiguous_at(const output_pack<>&, batch_position) { return {}; }
 template <class H, class... R>
@@ -61,8 +65,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segme
   // What run_stream checked on the host is known here (uniform views, time stride 1, every lane run of a
   // full chunk on its vector piece): the prologue places the cursors with no branch, and the loads and
   // stores test no address (fp32 recurrence, one tile a block: 355 -> 240 warp instructions a warp).
-  const index_t n = a.in.head.length;
-  const auto in = bind_contiguous_at(a.in, at);
+  const index_t n = underlying(a.in.head).length;
+  const auto in = bind_contiguous_at(a.in, at, s);
   decltype(bind_outputs(a.out, 0)) out{};
   if constexpr (WRITE) out = bind_contiguous_at(a.out, at);
 
@@ -122,31 +126,29 @@ bool stream_fits_registers(std::atomic<int> (&cache)[64], Kernel kernel, int spi
 }
 
 /// Runs whole sequences under the policy's stream (a block each, `Stream`'s threads, items and resident
-/// blocks) when the batch allows it: one or two plain (not shifted) inputs and no emit() (the measured
-/// cases: more raw elements a thread would not fit its registers), every view uniform, contiguous in time
-/// and 16-byte aligned (streamable), at most 65535 sequences on the first batch axis, a kernel without
-/// spills beyond the policy's `spill_bytes`. Returns false otherwise (nothing launched).
+/// blocks) when the batch allows it: every view uniform, contiguous in time and 16-byte aligned
+/// (streamable; a shifted input's unshifted memory), at most 65535 sequences on the first batch axis, a
+/// kernel without spills beyond the policy's `spill_bytes` (an operator with emit() keeps every input's raw
+/// elements for its outputs: three inputs need about twice the registers of the forward's two). Returns
+/// false otherwise (nothing launched).
 template <class Stream, bool WRITE, class Op, class Pack, class Outs>
 bool run_stream(const segment_args<Op, Pack, Outs>& a, int spill_bytes, cudaStream_t stream) {
-  if constexpr (!plain_input_pack<Pack>::value || Pack::size > 2 || emits_for<Op, Pack>::value) {
+  const auto& first = underlying(a.in.head);
+  const index_t n0 = first.extent[0], n1 = first.extent[1];
+  if (a.count == 0 || n0 * n1 != a.count || n0 > 65535 || n1 > std::numeric_limits<int>::max() ||
+      !streamable(a.in, a.out))
     return false;
-  } else {
-    const index_t n0 = a.in.head.extent[0], n1 = a.in.head.extent[1];
-    if (a.count == 0 || n0 * n1 != a.count || n0 > 65535 || n1 > std::numeric_limits<int>::max() ||
-        !streamable(a.in, a.out))
-      return false;
-    const auto kernel = stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE, Op, Pack, Outs>;
-    static std::atomic<int> fits[64] = {};
-    if (!stream_fits_registers(fits, kernel, spill_bytes)) return false;
-    if (log_plans())
-      std::fprintf(stderr, "parascan: sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
-                   Stream::items);
-    kernel<<<dim3(unsigned(n1), unsigned(n0)), Stream::threads, 0, stream>>>(a);
-    detail::check_launch("parascan stream_kernel");
-    last_stream_tile().store(Stream::tile, std::memory_order_relaxed);
-    stream_launches().fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
+  const auto kernel = stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE, Op, Pack, Outs>;
+  static std::atomic<int> fits[64] = {};
+  if (!stream_fits_registers(fits, kernel, spill_bytes)) return false;
+  if (log_plans())
+    std::fprintf(stderr, "parascan: sequences streamed: a block of %d x %d a sequence\n", Stream::threads,
+                 Stream::items);
+  kernel<<<dim3(unsigned(n1), unsigned(n0)), Stream::threads, 0, stream>>>(a);
+  detail::check_launch("parascan stream_kernel");
+  last_stream_tile().store(Stream::tile, std::memory_order_relaxed);
+  stream_launches().fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace parascan::engine

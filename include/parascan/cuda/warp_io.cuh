@@ -29,6 +29,7 @@
 
 #include "../inputs.hpp"
 #include "thread.cuh"
+#include "warp.cuh"
 
 namespace parascan::engine {
 
@@ -440,6 +441,17 @@ __device__ __forceinline__ bool loads_vectors(const cursor<const T>& c, const wa
   else
     return false;
 }
+/// A shifted input (lag +-1, contiguous) loads its unshifted runs as vectors and completes each run across
+/// its edge (load_run below).
+template <int ITEMS, class T>
+__device__ __forceinline__ bool loads_vectors(const shifted_cursor<T>& c, const warp_chunk<ITEMS>& w) {
+  using L = chunk_layout<ITEMS, T>;
+  if constexpr (L::vector)
+    return (c.lag == 1 || c.lag == -1) && c.stride == 1 &&
+           (w.runs_aligned || aligned_to<L::piece>(c.base - c.lag + w.lowest_time()));
+  else
+    return false;
+}
 template <int ITEMS>
 __device__ __forceinline__ bool loads_vectors(const cursor_pack<>&, const warp_chunk<ITEMS>&) {
   return true;
@@ -463,6 +475,36 @@ __device__ __forceinline__ void load_run(const cursor<const T>& c, const warp_ch
 #pragma unroll
     for (int q = 0; q < L::pieces_per_lane; ++q) pieces[q] = src[q];
     std::memcpy(mem, pieces, sizeof mem);
+  }
+}
+/// The same for a shifted input (loads_vectors holds): the run of its unshifted memory, moved one element
+/// by the lag in registers; the element across the run's edge comes from the lane that loaded the
+/// neighbouring run (a shuffle), or at the chunk's edge from memory (or the boundary value). All 32 lanes
+/// call it.
+template <int ITEMS, class T>
+__device__ __forceinline__ void load_run(const shifted_cursor<T>& c, const warp_chunk<ITEMS>& w, T (&v)[ITEMS]) {
+  if constexpr (chunk_layout<ITEMS, T>::vector) {
+    const int lane = int(threadIdx.x) % 32;
+    const bool before = c.lag < 0;  // v[j] is mem[j - 1] (else mem[j + 1])
+    T mem[ITEMS];
+    load_run<ITEMS>(cursor<const T>{c.base - c.lag, 1}, w, mem);
+    // Lane l holds run l (reverse chunks: run 31 - l); the neighbouring run is one lane away. Branches,
+    // not conditional expressions, choose among the elements: a choice between two array elements became
+    // a choice of address, which put 2-byte arrays on the stack.
+    const int from = lane + (before != w.reverse ? -1 : 1);
+    const index_t first = w.lowest_time() + index_t(w.reverse ? 31 - lane : lane) * ITEMS;
+    const bool edge = from < 0 || from > 31;
+    if (before) {
+      const T across = shuffle_from(mem[ITEMS - 1], from & 31);
+      v[0] = edge ? c[first] : across;
+#pragma unroll
+      for (int j = 1; j < ITEMS; ++j) v[j] = mem[j - 1];
+    } else {
+      const T across = shuffle_from(mem[0], from & 31);
+      v[ITEMS - 1] = edge ? c[first + ITEMS - 1] : across;
+#pragma unroll
+      for (int j = 0; j + 1 < ITEMS; ++j) v[j] = mem[j + 1];
+    }
   }
 }
 /// A thread's ITEMS elements of one input, scan order, element by element (positions outside the chunk's
@@ -604,9 +646,14 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
     if constexpr (L::vector) {
       if (w.full() && (w.runs_aligned || aligned_to<L::piece>(lowest))) {
         using piece_t = typename piece_of<L::piece>::type;
-        Out mem[ITEMS];
+        Out mem[ITEMS];  // memory order (a branch, not a conditional expression: see load_run)
+        if (w.reverse) {
 #pragma unroll
-        for (int j = 0; j < ITEMS; ++j) mem[j] = w.reverse ? values[ITEMS - 1 - j] : values[j];
+          for (int j = 0; j < ITEMS; ++j) mem[j] = values[ITEMS - 1 - j];
+        } else {
+#pragma unroll
+          for (int j = 0; j < ITEMS; ++j) mem[j] = values[j];
+        }
         piece_t pieces[L::pieces_per_lane];
         std::memcpy(pieces, mem, sizeof pieces);
         piece_t* dst = lane_run<piece_t>(lowest, lane, w.reverse, L::pieces_per_lane);

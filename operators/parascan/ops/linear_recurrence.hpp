@@ -110,19 +110,38 @@ struct linear_recurrence_adjoint {
 
 namespace parascan {
 
-/// The fused backward's CUDA tuning (fp32 state; bench --sweep, H200, (8, 1536, T), T = 4096 / 65536): it
-/// keeps three inputs' raw elements and two outputs' values per item, 86-96 registers, so the 64 of the
-/// forward's 8 resident blocks spill (64 / 71% of its floor); 4 blocks (128 registers) and 3 stages reach
-/// 81.5 / 90.3% (5 blocks the same, 6 blocks 79 / 88%). bf16 storage: 8 items a thread (16-byte loads) at
-/// 4 blocks, 49 / 62% (3 blocks 41 / 52%, 4 items 39-45%). fp32 with 8 items at 3 blocks: within a point
-/// of 4 items (92.3 against 91.2% at 4096, 92.6 against 92.7 at 65536). Since shifted inputs move on the
-/// chunk grid (H100, .scratch probe, same process, T = 4096 / 65536): fp32 92.5 / 91.2% (5 blocks 91.8 /
-/// 91.0, 8 blocks 66 / 68: spills); bf16 8 items at 4 blocks 76.9 / 89.5%, 16 items at 3 blocks (the
-/// former choice from 16384 steps) 42.7 / 72.0, 6 or 8 blocks 40-57 (spills).
+/// The fused backward's CUDA tuning (fp32 state). Its stream (policy.hpp's streamed_ladder) keeps three
+/// inputs' raw elements and two outputs' values a step, about 60 registers at 4 items a thread (84 at 8),
+/// so its blocks are fewer than the forward's. Measured on an H100 ((8, 1536, T), % of cudaMemcpy in one
+/// process, 20 bytes a step in fp32, 10 in bf16; .scratch probe, 2026-11-23):
+///   fp32          T   256   512   1024  2048  4096  8192  16384 65536
+///   warps (128 x 4, 4 blocks, 3 stages)
+///                     55.9  71.5  80.7  86.3  87.7  88.8  89.1  89.9
+///   64 x 4@16         69.2  79.3  86.4  90.2  91.8  93.1  93.2  90.2
+///   256 x 4@4          -     -    89.9  93.6  96.3  97.2  97.3  97.2
+///   512 x 4@2          -     -     -    93.9  97.1  98.6  98.0  97.7
+///   (512 x 4@3 94.9 / 96.7 / 97.5 at 2048 / 4096 / 65536; 128 x 4@8 89.0 / 94.7 / 91.5 at 1024 / 4096 /
+///   65536; 1024 x 4@2 and 256 x 4@8 spill 24 bytes: 96.2 / 90.3 and 89.9 / 81.5 at 4096 / 65536.) The
+///   forward's reversed order (the shifted states one step ahead) reads the same (97.9% at 4096).
+///   bf16 storage (8 items a thread for 16-byte loads; 2-byte elements put on the stack until load_run
+///   and store_items stopped choosing array elements by conditional expressions: 128 x 8@6 61.5 / 72.0 /
+///   75.4% before at 1024 / 4096 / 65536):
+///   warps (128 x 8, 4 blocks, 3 stages), before
+///                     20.6  29.9  42.2  54.2  62.1  65.5  67.8  69.5
+///   64 x 8@8           -    60.3  72.9  81.1  85.7  88.5  89.7  90.9
+///   128 x 8@6          -     -    72.4  81.5  87.1  89.7  91.0  91.4
+///   512 x 8@2          -     -     -     -    88.5  92.5  92.9  94.5   (spills 18 bytes at 64 registers)
+///   (256 x 8@2 81.7 / 85.7 / 90.7 at 2048 / 4096 / 65536; 1024 x 8@1 83.2 / 89.1 at 8192 / 65536.)
 template <int StorageBytes>
 struct default_policy<ops::linear_recurrence_adjoint<float, StorageBytes>, arch::sm90> {
-  using type = std::conditional_t<StorageBytes <= 2, cuda_policy<128, 8, combine_variant::warp, 4, 3>,
-                                  cuda_policy<128, 4, combine_variant::warp, 4, 3>>;
+  template <int Threads, int Items, int Blocks>
+  using stream = sm90_tuning::stream<Threads, Items, Blocks>;
+  using wide = streamed_ladder<cuda_policy<128, 4, combine_variant::warp, 4, 3>, stream_rung<256, stream<64, 4, 16>>,
+                               stream_rung<1000, stream<256, 4, 4>>, stream_rung<2048, stream<512, 4, 2>>>;
+  using narrow =
+      streamed_ladder<cuda_policy<128, 8, combine_variant::warp, 4, 3>, stream_rung<512, stream<64, 8, 8>>,
+                      stream_rung<1024, stream<128, 8, 6>>, stream_rung<4096, stream<512, 8, 2>, 32>>;
+  using type = std::conditional_t<StorageBytes <= 2, narrow, wide>;
 };
 
 /// x[t] = gates[t] * x[t-1] + tokens[t] for every sequence; x[-1] = opts.initial (or 0).
