@@ -13,6 +13,11 @@
 // (H100, fp32 linear recurrence over (8, 1536, T), 2026-11-22); for short sequences the stream's blocks of
 // 64 threads beat the warps too, having no stages to fill (policy.hpp).
 //
+// A shifted input (lag +-1: a backward pass's states one step behind) loads its unshifted runs as vectors
+// and completes each run across its edge from the neighbouring lane (warp_io.cuh's load_run); operators
+// with emit() keep their inputs' raw elements for it, so the fused backward has ladders of its own
+// (ops/linear_recurrence.hpp).
+//
 // The grid is (n1, n0) over the batch axes, so that a block finds its sequence without a division.
 #pragma once
 

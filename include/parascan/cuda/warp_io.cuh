@@ -428,7 +428,7 @@ struct pack_items<ITEMS, cursor_pack<T...>> {
 };
 
 /// Whether a full chunk of one input can move as vector loads straight into registers, each lane its own
-/// run: contiguous, with lane runs aligned to whole pieces (a shifted input never: element by element).
+/// run: contiguous, with lane runs aligned to whole pieces (a shifted input: see the overload below).
 template <int ITEMS, class Cursor>
 __device__ __forceinline__ bool loads_vectors(const Cursor&, const warp_chunk<ITEMS>&) {
   return false;

@@ -128,10 +128,14 @@ namespace parascan {
 ///   75.4% before at 1024 / 4096 / 65536):
 ///   warps (128 x 8, 4 blocks, 3 stages), before
 ///                     20.6  29.9  42.2  54.2  62.1  65.5  67.8  69.5
-///   64 x 8@8           -    60.3  72.9  81.1  85.7  88.5  89.7  90.9
-///   128 x 8@6          -     -    72.4  81.5  87.1  89.7  91.0  91.4
-///   512 x 8@2          -     -     -     -    88.5  92.5  92.9  94.5   (spills 18 bytes at 64 registers)
-///   (256 x 8@2 81.7 / 85.7 / 90.7 at 2048 / 4096 / 65536; 1024 x 8@1 83.2 / 89.1 at 8192 / 65536.)
+///   the same, after   22.1  31.5  46.1  63.5  75.8  83.2  87.8  90.4
+///   64 x 8@16          -    66.5  78.0  84.6  88.1  90.0  91.8  92.5
+///   128 x 8@8          -     -    79.9  86.8  91.2  93.2  93.0  95.4
+///   256 x 8@4          -     -     -    88.1  92.7  94.3  94.5  95.5
+///   (at 64 registers these spill 26, 30 and 18 bytes; another run of 256 x 8@4: 84.1 / 90.5 / 95.8 at
+///   2048 / 4096 / 65536. Without spills: 64 x 8@8 60.3 / 72.9 / 85.7 at 512 / 1024 / 4096, 128 x 8@6
+///   72.4 / 87.1 / 91.4 at 1024 / 4096 / 65536; 512 x 8@2 88.5 / 94.5 at 4096 / 65536; 4 items a thread
+///   (8-byte loads): 256 x 4@6 83.9 / 89.2, 1024 x 4@2 77.7 / 87.7.)
 template <int StorageBytes>
 struct default_policy<ops::linear_recurrence_adjoint<float, StorageBytes>, arch::sm90> {
   template <int Threads, int Items, int Blocks>
@@ -139,8 +143,8 @@ struct default_policy<ops::linear_recurrence_adjoint<float, StorageBytes>, arch:
   using wide = streamed_ladder<cuda_policy<128, 4, combine_variant::warp, 4, 3>, stream_rung<256, stream<64, 4, 16>>,
                                stream_rung<1000, stream<256, 4, 4>>, stream_rung<2048, stream<512, 4, 2>>>;
   using narrow =
-      streamed_ladder<cuda_policy<128, 8, combine_variant::warp, 4, 3>, stream_rung<512, stream<64, 8, 8>>,
-                      stream_rung<1024, stream<128, 8, 6>>, stream_rung<4096, stream<512, 8, 2>, 32>>;
+      streamed_ladder<cuda_policy<128, 8, combine_variant::warp, 4, 3>, stream_rung<512, stream<64, 8, 16>, 32>,
+                      stream_rung<1024, stream<128, 8, 8>, 32>, stream_rung<2048, stream<256, 8, 4>, 32>>;
   using type = std::conditional_t<StorageBytes <= 2, narrow, wide>;
 };
 
