@@ -420,6 +420,56 @@ TEST_CASE("streamed sequences: linear_recurrence_backward under its default ladd
   }
 }
 
+// A user's scan with a shifted input on the stream: the fp32 recurrence over (2, D, 256) whose gates are
+// read `lag` steps away (per-sequence boundaries), scanned forward and in reverse, so that each run is
+// completed from the lane before and from the lane after, with the chunk's edge on lane 0 and on lane 31
+// (the backward above meets two of the four); lag 2 declines the stream (the warps), with the same result.
+namespace {
+void check_shifted_stream(index_t lag, bool reverse) {
+  const index_t B = 2, D = stream_channels(16), T = 256, count = B * D;
+  const std::size_t n = std::size_t(count * T);
+  const std::size_t sequences_n = std::size_t(count);
+  ptest::buffer<float> a(n), b(n), y(n), edge(sequences_n);
+  ptest::fast_random g;
+  ptest::fill(a, [&] { return float(g.uniform(0.9, 1.0)); });
+  ptest::fill(b, [&] { return float(g.normal()); });
+  ptest::fill(edge, [&] { return float(g.uniform(0.5, 1.0)); });
+  ptest::fill(y, [] { return NAN; });
+  INFO("gates shifted by " << lag << " over (2, " << D << ", 256), reverse " << reverse);
+  parascan::options<float> opts;
+  opts.reverse = reverse;
+  const long long before = parascan::engine::stream_launches();
+  parascan::engine::last_stream_tile() = 0;
+  parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
+                        parascan::inputs(parascan::shifted(parascan::bdt<const float>(a.data(), B, D, T), lag,
+                                                           static_cast<const float*>(edge.data())),
+                                         parascan::bdt<const float>(b.data(), B, D, T)),
+                        parascan::bdt(y.data(), B, D, T), opts);
+  const bool streams = lag == 1 || lag == -1;
+  CHECK(parascan::engine::stream_launches() == before + (streams ? 1 : 0));
+  CHECK(parascan::engine::last_stream_tile() == (streams ? 256 : 0));
+  y.download();
+  double worst = 0;
+  for (index_t s = 0; s < count; ++s) {
+    double x = 0, size = 0;
+    for (index_t k = 0; k < T; ++k) {
+      const index_t t = reverse ? T - 1 - k : k, u = t + lag;
+      const double gate = u >= 0 && u < T ? a.host[std::size_t(s * T + u)] : edge.host[std::size_t(s)];
+      const double token = b.host[std::size_t(s * T + t)];
+      x = gate * x + token, size = gate * size + std::fabs(token);
+      const double got = y.host[std::size_t(s * T + t)];
+      worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - x) / size);
+    }
+  }
+  CHECK(worst <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+}
+}  // namespace
+
+TEST_CASE("streamed sequences: a shifted input, lag -1 and +1, forward and reverse (lag 2: the warps)") {
+  for (const index_t lag : {index_t(-1), index_t(1), index_t(2)})
+    for (const bool reverse : {false, true}) check_shifted_stream(lag, reverse);
+}
+
 // logcumsumexp and the log-space recurrence over (2, D, T) under their own defaults (policy.hpp's
 // costly_combine_streams): the rung that runs (`tile` steps), and the results against fp64 with -inf
 // log-values mixed in (tolerance as in cases/logsumexp.hpp and cases/log_linear_recurrence.hpp).

@@ -98,6 +98,12 @@ bool streamable(const V& view) {
   using T = std::remove_const_t<typename std::remove_reference_t<decltype(v)>::element_type>;
   return v.time_stride == 1 && v.starts_aligned_to(16) && std::size_t(v.length) * sizeof(T) % 16 == 0;
 }
+/// A shifted input only at lag +-1 (the vector loads complete a run by one element; any other lag would
+/// move the whole pack element by element, slower than the warp pipeline).
+template <class T, class B>
+bool streamable(const shifted_sequences<T, B>& view) {
+  return (view.lag == 1 || view.lag == -1) && streamable(view.view);
+}
 template <class Pack, class Outs>
 bool streamable(const Pack& in, const Outs& out) {
   bool all = true;
