@@ -70,6 +70,10 @@ struct sequences {
   PARASCAN_HD parascan::cursor<T> contiguous_cursor_at(batch_position p) const {
     return {data + p.i0 * stride[0] + p.i1 * stride[1], 1};
   }
+  /// (As cursor_at's: the sequence number serves shifted_sequences::contiguous_cursor_at.)
+  PARASCAN_HD parascan::cursor<T> contiguous_cursor_at(batch_position p, index_t) const {
+    return contiguous_cursor_at(p);
+  }
 
   /// Whether every sequence starts on a multiple of `bytes` (the base, and the stride of each batch axis
   /// with more than one sequence; never claimed for packed layouts).

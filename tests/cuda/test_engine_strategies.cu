@@ -26,6 +26,11 @@ index_t stream_channels(int blocks) {
   return 2 * index_t(sms) * blocks + 5;
 }
 
+/// Keeps in `worst` the largest |got - ref| / scale so far; a NaN result makes it infinite for good.
+void keep_worst(double& worst, double got, double ref, double scale) {
+  worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - ref) / (scale + 1e-30));
+}
+
 /// K x K row-major matrices; the scan multiplies later on the left: P_t = M_t ... M_1 M_0.
 template <int K>
 struct mat {
@@ -382,10 +387,6 @@ void check_backward_stream(index_t T, int tile, int blocks) {
       da.download(), db.download(), dx0.download();
       // Each gradient relative to the size of its terms (fp32 arithmetic), plus one rounding of S.
       double worst = 0, worst_x0 = 0;
-      const auto keep = [](double& w, double got, double ref, double scale) {
-        const double e = std::fabs(got - ref) / (scale + 1e-30);
-        w = std::isnan(got) ? INFINITY : std::max(w, e);
-      };
       for (index_t s = 0; s < count; ++s) {
         const auto at = [&](index_t p) { return std::size_t(s * T + (reverse ? T - 1 - p : p)); };
         double carried = ends ? gf.host[std::size_t(s)] : 0.0, scale = std::fabs(carried);
@@ -394,11 +395,11 @@ void check_backward_stream(index_t T, int tile, int blocks) {
           const double x_prev = p > 0 ? ptest::to_double(x.host[at(p - 1)]) : (ends ? init.host[std::size_t(s)] : 0.0);
           const double grad = ptest::to_double(dy.host[i]) + carried;
           const double grad_scale = std::fabs(ptest::to_double(dy.host[i])) + scale;
-          keep(worst, ptest::to_double(db.host[i]), grad, grad_scale);
-          keep(worst, ptest::to_double(da.host[i]), grad * x_prev, grad_scale * std::fabs(x_prev));
+          keep_worst(worst, ptest::to_double(db.host[i]), grad, grad_scale);
+          keep_worst(worst, ptest::to_double(da.host[i]), grad * x_prev, grad_scale * std::fabs(x_prev));
           carried = ptest::to_double(a.host[i]) * grad, scale = std::fabs(ptest::to_double(a.host[i])) * grad_scale;
         }
-        keep(worst_x0, dx0.host[std::size_t(s)], carried, scale);
+        keep_worst(worst_x0, dx0.host[std::size_t(s)], carried, scale);
       }
       const double fp32_bound = 1e-6 * (8 + 2 * std::sqrt(double(T)));
       CHECK(worst <= fp32_bound + 2 * ptest::eps_of<S>());
@@ -457,8 +458,7 @@ void check_shifted_stream(index_t lag, bool reverse) {
       const double gate = u >= 0 && u < T ? a.host[std::size_t(s * T + u)] : edge.host[std::size_t(s)];
       const double token = b.host[std::size_t(s * T + t)];
       x = gate * x + token, size = gate * size + std::fabs(token);
-      const double got = y.host[std::size_t(s * T + t)];
-      worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - x) / size);
+      keep_worst(worst, y.host[std::size_t(s * T + t)], x, size);
     }
   }
   CHECK(worst <= 1e-6 * (8 + 2 * std::sqrt(double(T))));

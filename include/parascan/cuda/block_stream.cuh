@@ -30,24 +30,13 @@
 
 namespace parascan::engine {
 
-/// One input's cursor for bind_contiguous_at: a plain view's, or a shifted view's (its per-sequence boundary
-/// read here).
-template <class T>
-__device__ __forceinline__ cursor<const T> contiguous_cursor(const sequences<const T>& v, batch_position at, index_t) {
-  return v.contiguous_cursor_at(at);
-}
-template <class T, class B>
-__device__ __forceinline__ shifted_cursor<T> contiguous_cursor(const shifted_sequences<T, B>& v, batch_position at,
-                                                               index_t s) {
-  return v.contiguous_cursor_at(at, s);
-}
 /// Cursors on the sequence s, at `at`, of every view of a streamable pack (uniform, contiguous in time: the
 /// host checked), placed without the packed layouts' offsets and with the time stride a constant.
 __device__ inline cursor_pack<> bind_contiguous_at(const input_pack<>&, batch_position, index_t) { return {}; }
 template <class H, class... R>
 __device__ __forceinline__ cursor_pack<H, R...> bind_contiguous_at(const input_pack<H, R...>& p, batch_position at,
                                                                    index_t s) {
-  return {contiguous_cursor(p.head, at, s), bind_contiguous_at(p.tail, at, s)};
+  return {p.head.contiguous_cursor_at(at, s), bind_contiguous_at(p.tail, at, s)};
 }
 __device__ inline output_cursors<> bind_contiguous_at(const output_pack<>&, batch_position) { return {}; }
 template <class H, class... R>
