@@ -10,6 +10,7 @@
 // A shifted input may not alias the output (not even exactly: step t reads what step t + lag writes).
 #pragma once
 
+#include <limits>
 #include <type_traits>
 
 #include "layout.hpp"
@@ -83,6 +84,15 @@ template <class T, class B>
 shifted_sequences<std::remove_const_t<T>, B> shifted(const sequences<T>& view, index_t lag,
                                                      const std::remove_const_t<T>& boundary, const B* boundaries) {
   return {view, lag, boundary, boundaries};
+}
+
+/// An input whose every step of sequence s reads values[s] (one per sequence, in the backend's memory), in
+/// the shape of `like`: a reduction's result, or its gradient, beside the reduction's inputs. A shifted view
+/// that never reaches memory: zero strides over `values` and a lag past every sequence's end.
+template <class V, class T>
+shifted_sequences<V> per_sequence(const V* values, const sequences<T>& like) {
+  const sequences<const V> shape{values, {like.extent[0], like.extent[1]}, {0, 0}, like.length, 0, like.offsets};
+  return {shape, std::numeric_limits<index_t>::max(), V{}, values};
 }
 
 /// The plain view under an input (for checks of shapes and addresses).

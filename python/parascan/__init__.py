@@ -21,9 +21,9 @@ from . import _parascan
 __version__ = _parascan.version
 __all__ = [
     "linear_recurrence", "linear_recurrence_backward", "log_linear_recurrence", "affine_recurrence",
-    "affine_recurrence_backward", "matrix_chain", "matrix_chain_product", "matrix_chain_backward", "cumsum",
-    "cumprod", "cummax", "cummin", "logcumsumexp", "logcumsumexp_backward", "log_linear_recurrence_backward",
-    "has_cuda",
+    "affine_recurrence_backward", "matrix_chain", "matrix_chain_product", "matrix_chain_backward",
+    "matrix_chain_product_backward", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
+    "logcumsumexp_backward", "log_linear_recurrence_backward", "has_cuda",
 ]
 
 has_cuda = _parascan.has_cuda
@@ -412,6 +412,22 @@ def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=Non
                                _per_sequence(initial, matrices, per_sequence, "initial"),
                                _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
                                reverse, _right_to_left(order), threads, _stream(matrices, stream))
+    return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
+
+
+def matrix_chain_product_backward(matrices, grad_result, dim=-1, initial=None, reverse=False, order="left_to_right",
+                                  return_grad_initial=False, threads=0, stream=None):
+    """dL/dM of R = matrix_chain_product(M, dim, initial, reverse, order=...) from M and grad_result = dL/dR
+    (batch shape + (N, N)); and dL/dinitial with ``return_grad_initial``. Two passes: the products before
+    each step, then a reverse scan."""
+    matrices, grad_result = _as_array(matrices), _as_array(grad_result)
+    grad_matrices = _empty_like(matrices)
+    per_sequence, dim = _element_batch(matrices, dim, 2)
+    grad_initial = _empty_like(matrices, per_sequence) if return_grad_initial else None
+    _ext.matrix_chain_product_backward(matrices, _per_sequence(grad_result, matrices, per_sequence, "grad_result"),
+                                       grad_matrices, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
+                                       grad_initial, reverse, _right_to_left(order), threads,
+                                       _stream(matrices, stream))
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
 
 

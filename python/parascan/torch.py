@@ -20,7 +20,7 @@ import torch
 
 from . import _TORCH_TYPES, _ext, _torch_current_stream
 
-__all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "scan"]
+__all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "matrix_chain_product", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
@@ -304,13 +304,83 @@ def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
     """Cumulative products of (..., T, ..., N, N) matrices along ``dim`` (counted among the axes before the
     last two), M[0] @ ... @ M[t] (``order`` 'left_to_right') or M[t] @ ... @ M[0], differentiable;
     N = 2, 3, 4, 8, 16; float32, float64."""
+    dim, right_to_left = _chain_arguments(matrices, dim, order)
+    return _call(_matrix_chain, _MatrixChain, matrices, dim, reverse, right_to_left)
+
+
+def _matrix_chain_product_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
+    result = matrices.new_empty(_product_shape(matrices, dim))
+    _ext.matrix_chain(_host(matrices), None, result, dim, None, None, reverse, False, right_to_left, 0,
+                      _stream(matrices))
+    return result
+
+
+def _product_shape(matrices: torch.Tensor, dim: int):
+    return matrices.shape[:dim] + matrices.shape[dim + 1:]
+
+
+_matrix_chain_product = torch.library.custom_op("parascan::matrix_chain_product", _matrix_chain_product_impl,
+                                                mutates_args=())
+
+
+@_matrix_chain_product.register_fake
+def _(matrices, dim, reverse, right_to_left):
+    return matrices.new_empty(_product_shape(matrices, dim))
+
+
+def _matrix_chain_product_backward_impl(matrices: torch.Tensor, grad_result: torch.Tensor, dim: int, reverse: bool,
+                                        right_to_left: bool) -> torch.Tensor:
+    grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
+    _ext.matrix_chain_product_backward(_host(matrices), _host(grad_result.contiguous()), grad, dim, None, None,
+                                       reverse, right_to_left, 0, _stream(matrices))
+    return grad
+
+
+_matrix_chain_product_backward = torch.library.custom_op(
+    "parascan::matrix_chain_product_backward", _matrix_chain_product_backward_impl, mutates_args=())
+
+
+@_matrix_chain_product_backward.register_fake
+def _(matrices, grad_result, dim, reverse, right_to_left):
+    return torch.empty_like(matrices, memory_format=torch.contiguous_format)
+
+
+def _matrix_chain_product_setup(ctx, inputs, output):
+    matrices, dim, reverse, right_to_left = inputs
+    ctx.save_for_backward(matrices)
+    ctx.dim, ctx.reverse, ctx.right_to_left = dim, reverse, right_to_left
+
+
+def _matrix_chain_product_gradient(backward):
+    def grad(ctx, grad_result):
+        (matrices,) = ctx.saved_tensors
+        return backward(matrices, grad_result, ctx.dim, ctx.reverse, ctx.right_to_left), None, None, None
+    return grad
+
+
+_matrix_chain_product.register_autograd(_matrix_chain_product_gradient(_matrix_chain_product_backward),
+                                        setup_context=_matrix_chain_product_setup)
+_MatrixChainProduct = _eager_function(_matrix_chain_product_impl, _matrix_chain_product_setup,
+                                      _matrix_chain_product_gradient(_matrix_chain_product_backward_impl))
+
+
+def _chain_arguments(matrices: torch.Tensor, dim: int, order: str):
+    """The time axis among those before the last two, and whether the order is right_to_left."""
     outer = matrices.dim() - 2
     if outer < 1 or not -outer <= dim < outer:
         raise ValueError("parascan: dim: an axis of matrices other than its last two (%d axes), got %d"
                          % (max(outer, 0), dim))
     if order not in ("left_to_right", "right_to_left"):
         raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
-    return _call(_matrix_chain, _MatrixChain, matrices, dim % outer, reverse, order == "right_to_left")
+    return dim % outer, order == "right_to_left"
+
+
+def matrix_chain_product(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
+                         order: str = "left_to_right") -> torch.Tensor:
+    """The whole product of each sequence of (..., T, ..., N, N) matrices along ``dim`` (the batch shape +
+    (N, N)), in ``order`` as matrix_chain, differentiable; N = 2, 3, 4, 8, 16; float32, float64."""
+    dim, right_to_left = _chain_arguments(matrices, dim, order)
+    return _call(_matrix_chain_product, _MatrixChainProduct, matrices, dim, reverse, right_to_left)
 
 
 def _affine_impl(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,

@@ -148,4 +148,12 @@ void matrix_chain_backward(const Exec& e, const sequences<const matrix_of<S, N>>
                                          on_device(e, din), on_device(e, o));
 }
 
+template <parascan::chain_order Order, class Exec, class S, int N>
+void matrix_chain_product_backward(const Exec& e, const sequences<const matrix_of<S, N>>& in,
+                                   const matrix_of<S, N>* grad_result, const sequences<matrix_of<S, N>>& din,
+                                   const parascan::backward_options<matrix_of<S, N>>& o) {
+  parascan::matrix_chain_product_backward<Order>(backend(e), on_device(e, in), grad_result, on_device(e, din),
+                                                 on_device(e, o));
+}
+
 }  // namespace pyext

@@ -66,7 +66,10 @@ void restore_device(int device) noexcept;
       const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&,                                  \
       const parascan::sequences<const pyext::matrix_of<S, N>>&,                                                     \
       const parascan::sequences<const pyext::matrix_of<S, N>>&, const parascan::sequences<pyext::matrix_of<S, N>>&, \
-      const parascan::backward_options<pyext::matrix_of<S, N>>&);
+      const parascan::backward_options<pyext::matrix_of<S, N>>&);                                                   \
+  PREFIX template void pyext::matrix_chain_product_backward<parascan::chain_order::ORDER, pyext::gpu, S, N>(        \
+      const pyext::gpu&, const parascan::sequences<const pyext::matrix_of<S, N>>&, const pyext::matrix_of<S, N>*,   \
+      const parascan::sequences<pyext::matrix_of<S, N>>&, const parascan::backward_options<pyext::matrix_of<S, N>>&);
 #define PYEXT_MATRIX_CHAIN(PREFIX, S, N)                \
   PYEXT_MATRIX_CHAIN_ORDER(PREFIX, left_to_right, S, N) \
   PYEXT_MATRIX_CHAIN_ORDER(PREFIX, right_to_left, S, N)

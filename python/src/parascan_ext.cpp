@@ -634,6 +634,33 @@ void matrix_chain_backward(const in_array& m, const in_array& p, const in_array&
   });
 }
 
+void matrix_chain_product_backward(const in_array& m, const in_array& grad_result, const out_array& grad_m, int dim,
+                                   const std::optional<in_array>& initial,
+                                   const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
+                                   unsigned threads, std::uintptr_t stream) {
+  with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
+    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = matrix_of<S, N.value>;
+      require_dtype<S>(grad_m, "grad_matrices");
+      const array_shape sm = element_shape_of(m, "matrices", 2, N), sd = element_shape_of(grad_m, "grad_matrices", 2, N);
+      const batch_plan plan = plan_batch(dim, {sm, sd});
+      const auto in = view_at<const M>(m.data(), sm, plan);
+      const index_t values = in.count() * N * N;
+      parascan::backward_options<M> o;
+      o.reverse = reverse;
+      o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
+      o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
+      const auto* g =
+          reinterpret_cast<const M*>(per_sequence<S>(std::optional<in_array>(grad_result), values, "grad_result"));
+      dispatch_order(right_to_left, [&](auto order) {
+        pyext::matrix_chain_product_backward<order.value, std::decay_t<decltype(exec)>, S, N.value>(
+            exec, in, g, view_at<M>(grad_m.data(), sd, plan), o);
+      });
+    });
+  });
+}
+
 }  // namespace
 
 NB_MODULE(_parascan, m) {
@@ -679,6 +706,9 @@ NB_MODULE(_parascan, m) {
         nb::arg("grad_products"), nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(),
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("right_to_left"),
         nb::arg("threads"), nb::arg("stream") = 0);
+  m.def("matrix_chain_product_backward", &matrix_chain_product_backward, nb::arg("matrices"), nb::arg("grad_result"),
+        nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_initial").none(),
+        nb::arg("reverse"), nb::arg("right_to_left"), nb::arg("threads"), nb::arg("stream") = 0);
   const auto def_scan = [&](const char* name, auto kind) {
     m.def(name, &real_scan<decltype(kind)::value>, nb::arg("x"), nb::arg("out"), nb::arg("dim"),
           nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),

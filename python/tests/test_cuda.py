@@ -193,6 +193,10 @@ def test_matrices_match_the_host(n, dtype):
             close(parascan.matrix_chain_backward(M.to(CUDA), want.to(CUDA), gP.to(CUDA), dim=1, initial=M0.to(CUDA),
                                                  reverse=reverse, order=order),
                   parascan.matrix_chain_backward(M, want, gP, dim=1, initial=M0, reverse=reverse, order=order), tol)
+            close(parascan.matrix_chain_product_backward(M.to(CUDA), gP[:, 0].to(CUDA), dim=1, initial=M0.to(CUDA),
+                                                         reverse=reverse, order=order),
+                  parascan.matrix_chain_product_backward(M, gP[:, 0], dim=1, initial=M0, reverse=reverse,
+                                                         order=order), tol)
     b = torch.randn(3, 200, n, dtype=torch.float64).to(dtype)
     x0 = torch.randn(3, n, dtype=torch.float64).to(dtype)
     want, want_final = parascan.affine_recurrence(M, b, dim=1, initial=x0, return_final=True)

@@ -376,6 +376,22 @@ def test_matrix_chain_and_its_gradient(order):
         e = np.zeros_like(m)
         e[t, i, j] = h
         assert abs((loss(m + e) - loss(m - e)) / (2 * h) - g[t, i, j]) < 1e-7, SEED
+    q0 = RNG.uniform(-0.9, 0.9, (3, 3))
+
+    def product_loss(m, q0):
+        return np.sum(w[0] * parascan.matrix_chain_product(m, dim=0, initial=q0, reverse=True, order=order))
+
+    g, g0 = parascan.matrix_chain_product_backward(m, w[0], dim=0, initial=q0, reverse=True, order=order,
+                                                   return_grad_initial=True)
+    for t, i, j in ((0, 0, 1), (2, 2, 2), (4, 1, 0)):
+        e = np.zeros_like(m)
+        e[t, i, j] = h
+        assert abs((product_loss(m + e, q0) - product_loss(m - e, q0)) / (2 * h) - g[t, i, j]) < 1e-7, SEED
+    e = np.zeros_like(q0)
+    e[1, 2] = h
+    assert abs((product_loss(m, q0 + e) - product_loss(m, q0 - e)) / (2 * h) - g0[1, 2]) < 1e-7, SEED
+    with pytest.raises(ValueError, match="grad_result"):
+        parascan.matrix_chain_product_backward(m, np.ones((2, 3, 3)), dim=0)
 
 
 def test_matrix_arguments_checked():

@@ -127,6 +127,13 @@ def test_matrix_chain_op(order):
     assert torch.autograd.gradcheck(lambda v: pt.matrix_chain(v, dim=0, reverse=True, order=order), (m[0],)), SEED
     with pytest.raises(ValueError, match="order"):
         pt.matrix_chain(m, order="up")
+    total = pt.matrix_chain_product(m, dim=1, order=order)
+    assert total.shape == (2, 3, 3) and torch.allclose(total, acc, atol=1e-14), SEED
+    assert torch.autograd.gradcheck(lambda v: pt.matrix_chain_product(v, dim=1, order=order), (m,)), SEED
+    assert torch.autograd.gradcheck(lambda v: pt.matrix_chain_product(v, dim=0, reverse=True, order=order),
+                                    (m[:, 2:],)), SEED
+    torch.library.opcheck(torch.ops.parascan.matrix_chain_product.default, (m.detach().requires_grad_(), 1, False,
+                                                                             order == "right_to_left"))
 
 
 def test_bf16_storage_on_the_host():

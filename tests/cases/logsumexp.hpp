@@ -266,7 +266,124 @@ void check_logcumsumexp_backward(double ulps) {
   });
 }
 
+/// logsumexp_backward on every configuration (no exclusive form; the result's gradient is its own argument),
+/// inputs and gradients in T with -inf among them, the result from the forward itself: each gradient
+/// g exp(x[t] - r), and dL/d(initial) = g exp(I - r) (0 without an initial), against fp64 with the error
+/// relative to each exact value (0 exactly where the result is -inf).
+template <class T>
+void check_logsumexp_backward(double ulps) {
+  using Acc = parascan::ops::accumulator_t<T>;
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    if (f.exclusive || f.with_final) return;
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<T> x(sh.elements()), dx(sh.elements());
+    ptest::buffer<Acc> init(sh.count()), r(sh.count()), gr(sh.count()), gi(sh.count());
+    ptest::fast_random g;
+    ptest::fill(x, [&] { return ptest::store<T>(random_log(g)); });
+    ptest::fill(init, [&] { return Acc(random_log(g)); });
+    ptest::fill(gr, [&] { return Acc(g.normal()); });
+    ptest::fill(dx, [] { return ptest::poison<T>(); });
+    ptest::fill(gi, [] { return ptest::poison<Acc>(); });
+    const auto view = [&](ptest::buffer<T>& b) { return sh.view(b.data(), offs.get(sh)); };
+    parascan::options<Acc> forward;
+    forward.reverse = f.reverse;
+    forward.initial = f.with_initial ? init.data() : nullptr;
+    parascan::logsumexp(ptest::exec(), view(x), r.data(), forward);
+    parascan::backward_options<Acc> backward;
+    backward.reverse = f.reverse, backward.initial = forward.initial, backward.grad_initial = gi.data();
+    parascan::logsumexp_backward(ptest::exec(), view(x), r.data(), gr.data(), view(dx), backward);
+    dx.download(), r.download(), gi.download();
+
+    double worst = 0;
+    const auto error = [](double got, double want) {
+      return want == 0 ? std::abs(got) : std::isfinite(got) ? std::abs(got - want) / std::abs(want) : INFINITY;
+    };
+    const index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto xv = sh.view(x.host.data(), host_offsets), dxv = sh.view(dx.host.data(), host_offsets);
+    for (index_t s = 0; s < sh.count(); ++s) {
+      const index_t n = xv.length_of(s);
+      const double start = f.with_initial ? double(init.host[s]) : -INFINITY;
+      double total = start;
+      for (index_t t = 0; t < n; ++t) total = ref_logaddexp(total, ptest::to_double(xv.at(s, t)));
+      const auto want = [&](double v) { return total == -INFINITY ? 0.0 : double(gr.host[s]) * std::exp(v - total); };
+      worst = std::max(worst, error(double(r.host[s]), total) / (1 + std::abs(total)));
+      for (index_t t = 0; t < n; ++t)
+        worst = std::max(worst, error(ptest::to_double(dxv.at(s, t)), want(ptest::to_double(xv.at(s, t)))));
+      worst = std::max(worst, error(double(gi.host[s]), want(start)));
+    }
+    // exp(x - r) carries r's rounding, |r| eps, with |x|, |r| <= ~10 here.
+    CHECK(worst <= ulps * ptest::eps_of<T>() * (1 + std::sqrt(double(sh.T))));
+  });
+}
+
 }  // namespace
+
+TEST_CASE("logsumexp_backward: fp32 and fp64 with -inf inputs, every layout, initial log-values") {
+  check_logsumexp_backward<float>(64);
+  check_logsumexp_backward<double>(64);
+}
+
+TEST_CASE("logsumexp_backward: against central differences (fp64)") {
+  // L = g logsumexp(x from I): dL/dx[t] and dL/dI by differences.
+  ptest::fast_random r;
+  const int n = 7;
+  std::vector<double> x(n), dx(n);
+  for (double& v : x) v = r.uniform(-3, 3);
+  double initial = 0.5, grad = -1.5, total = 0, grad_initial = 0;
+  const auto loss = [&] {
+    double result = 0;
+    parascan::options<double> o;
+    o.initial = &initial;
+    parascan::logsumexp(parascan::host{1}, parascan::single<const double>(x.data(), n), &result, o);
+    return grad * result;
+  };
+  total = loss() / grad;
+  parascan::backward_options<double> opts;
+  opts.initial = &initial, opts.grad_initial = &grad_initial;
+  parascan::logsumexp_backward(parascan::host{1}, parascan::single<const double>(x.data(), n), &total, &grad,
+                               parascan::single(dx.data(), n), opts);
+  const auto numeric = [&](double& value) {
+    const double keep = value;
+    value = keep + 1e-6;
+    const double plus = loss();
+    value = keep - 1e-6;
+    const double minus = loss();
+    value = keep;
+    return (plus - minus) / 2e-6;
+  };
+  for (int t = 0; t < n; ++t) CHECK(std::abs(numeric(x[t]) - dx[t]) <= 1e-7 * (1 + std::abs(dx[t])));
+  CHECK(std::abs(numeric(initial) - grad_initial) <= 1e-7 * (1 + std::abs(grad_initial)));
+}
+
+TEST_CASE("logsumexp_backward: bad arguments are refused, nothing written") {
+  const index_t T = 6;
+  ptest::buffer<float> x(2 * T), dx(T), r(2), gr(1), gi(1);
+  ptest::fill(dx, [] { return ptest::poison<float>(); });
+  ptest::fill(gi, [] { return ptest::poison<float>(); });
+  const auto in = parascan::single<const float>(x.data(), T);
+  const auto out = parascan::single(dx.data(), T);
+  parascan::backward_options<float> opts;
+  opts.grad_initial = gi.data();
+  const auto refused = [&](const float* result, const float* grad, const parascan::sequences<float>& o,
+                           const char* message) {
+    CHECK_THROWS_WITH_AS(parascan::logsumexp_backward(ptest::exec(), in, result, grad, o, opts),
+                         doctest::Contains(message), parascan::error);
+  };
+  refused(nullptr, gr.data(), out, "result: a non-null array");
+  refused(r.data(), nullptr, out, "grad_result: a non-null array");
+  refused(dx.data() + 2, gr.data(), out, "grad_x: no overlap with result");
+  refused(r.data(), gi.data(), out, "options.grad_initial: no overlap with grad_result");
+  refused(r.data(), gr.data(), parascan::single(x.data() + 1, T), "grad_x");
+  refused(r.data(), gr.data(), parascan::single(dx.data(), T - 1), "grad_x");
+  opts.grad_final = gr.data();
+  refused(r.data(), gr.data(), out, "options.grad_final: null");
+  opts.grad_final = nullptr;
+  opts.exclusive = true;
+  refused(r.data(), gr.data(), out, "options.exclusive");
+  dx.download(), gi.download();
+  for (float d : dx.host) CHECK(std::isnan(d));
+  CHECK(std::isnan(gi.host[0]));
+}
 
 TEST_CASE("logcumsumexp_backward: the gradient formula against central differences (fp64)") {
   // L = sum dy[u] y[u], y = logcumsumexp(x): dL/dx[p] by the formula and by differences.

@@ -144,6 +144,55 @@ void check_chain_backward() {
   });
 }
 
+/// matrix_chain_product_backward<Order> on every configuration: 3 x 3 fp32 factors that are products of two
+/// reflections (not symmetric, so a factor read transposed shows), the result's gradient at random,
+/// against chain_adjoint_reference with the products before each step from an fp64 loop and the upstream
+/// gradient of every step zero but the last (the result's).
+template <parascan::chain_order Order>
+void check_chain_product_backward() {
+  using Mat = Eigen::Matrix<float, 3, 3>;
+  ptest::for_each_config([&](const ptest::shape& sh, const ptest::scan_flags& f) {
+    if (f.exclusive || f.with_final) return;  // no exclusive reduction; grad_result is the final gradient
+    ptest::backend_offsets offs(sh);
+    ptest::buffer<Mat> m(sh.elements()), dm(sh.elements()), init(sh.count()), gr(sh.count()), d0(sh.count());
+    ptest::fast_random r;
+    ptest::fill(m, [&] { return Mat(ptest::random_reflection<Mat>(r) * ptest::random_reflection<Mat>(r)); });
+    ptest::fill(init, [&] { return ptest::random_reflection<Mat>(r); });
+    ptest::fill(gr, [&] { return ptest::random_matrix<Mat>(r); });
+    ptest::fill(dm, [] { return ptest::poison_matrix<Mat>(); });
+    ptest::fill(d0, [] { return ptest::poison_matrix<Mat>(); });
+    parascan::backward_options<Mat> opts;
+    opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    opts.grad_initial = d0.data();
+    parascan::matrix_chain_product_backward<Order>(ptest::exec(), sh.view(m.data(), offs.get(sh)), gr.data(),
+                                                   sh.view(dm.data(), offs.get(sh)), opts);
+    dm.download(), d0.download();
+
+    constexpr bool l2r = Order == parascan::chain_order::left_to_right;
+    ptest::error_meter err;
+    const ptest::index_t* host_offsets = sh.packed() ? sh.offsets.data() : nullptr;
+    const auto mv = sh.view(m.host.data(), host_offsets), dmv = sh.view(dm.host.data(), host_offsets);
+    for (ptest::index_t s = 0; s < sh.count(); ++s) {
+      const ptest::index_t n = mv.length_of(s);
+      const auto time = [&](ptest::index_t q) { return f.reverse ? n - 1 - q : q; };
+      Eigen::Matrix3d before = f.with_initial ? Eigen::Matrix3d(init.host[s].template cast<double>())
+                                              : Eigen::Matrix3d::Identity();
+      std::vector<Eigen::Matrix3d> ms(n), ps(n), gs(n, Eigen::Matrix3d::Zero()), ref;
+      for (ptest::index_t q = 0; q < n; ++q) {
+        ms[q] = mv.at(s, time(q)).template cast<double>(), ps[q] = before;
+        before = l2r ? Eigen::Matrix3d(before * ms[q]) : Eigen::Matrix3d(ms[q] * before);
+      }
+      const Eigen::Matrix3d grad0 =
+          chain_adjoint_reference<Order>(ms, ps, gs, gr.host[s].template cast<double>(), ref);
+      for (ptest::index_t q = 0; q < n; ++q)
+        for (int i = 0; i < 9; ++i) err.add(double(dmv.at(s, time(q))(i)), ref[q](i));
+      for (int i = 0; i < 9; ++i) err.add(double(d0.host[s](i)), grad0(i));
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(sh.T))));
+  });
+}
+
 }  // namespace
 
 TEST_CASE("matrix_chain_backward: the adjoint against central differences (fp64, both orders)") {
@@ -189,4 +238,82 @@ TEST_CASE("matrix_chain_backward: the adjoint against central differences (fp64,
 TEST_CASE("matrix_chain_backward: 3 x 3 fp32, both orders, every layout, reverse, initial and final gradients") {
   check_chain_backward<parascan::chain_order::left_to_right>();
   check_chain_backward<parascan::chain_order::right_to_left>();
+}
+
+TEST_CASE("matrix_chain_product_backward: the adjoint against central differences (fp64, both orders)") {
+  // L = <W, Q M_0 ... M_{n-1}> (Frobenius) and its mirror, from an initial matrix Q.
+  using Mat = Eigen::Matrix3d;
+  const int n = 6;
+  ptest::fast_random r;
+  std::vector<Mat> m(n), dm(n);
+  for (auto& x : m) x = ptest::random_matrix<Mat>(r) * 0.5;
+  Mat q0 = ptest::random_matrix<Mat>(r), w = ptest::random_matrix<Mat>(r), d0;
+  const auto run = [&](auto order, bool reverse) {
+    constexpr auto Order = decltype(order)::value;
+    INFO((Order == parascan::chain_order::left_to_right ? "left_to_right" : "right_to_left")
+         << (reverse ? " reverse" : ""));
+    const auto loss = [&] {
+      Mat total;
+      parascan::options<Mat> o;
+      o.reverse = reverse, o.initial = &q0;
+      parascan::matrix_chain_product<Order>(parascan::host{1}, parascan::single(m.data(), n), &total, o);
+      return w.cwiseProduct(total).sum();
+    };
+    parascan::backward_options<Mat> opts;
+    opts.reverse = reverse, opts.initial = &q0, opts.grad_initial = &d0;
+    parascan::matrix_chain_product_backward<Order>(parascan::host{1}, parascan::single(m.data(), n), &w,
+                                                   parascan::single(dm.data(), n), opts);
+    const auto numeric = [&](double& value) {
+      const double keep = value;
+      value = keep + 1e-6;
+      const double plus = loss();
+      value = keep - 1e-6;
+      const double minus = loss();
+      value = keep;
+      return (plus - minus) / 2e-6;
+    };
+    for (int q = 0; q < n; ++q)
+      for (int i = 0; i < 9; ++i) CHECK(std::abs(numeric(m[q](i)) - dm[q](i)) <= 1e-7 * (1 + std::abs(dm[q](i))));
+    for (int i = 0; i < 9; ++i) CHECK(std::abs(numeric(q0(i)) - d0(i)) <= 1e-7 * (1 + std::abs(d0(i))));
+  };
+  using l2r = std::integral_constant<parascan::chain_order, parascan::chain_order::left_to_right>;
+  using r2l = std::integral_constant<parascan::chain_order, parascan::chain_order::right_to_left>;
+  for (bool reverse : {false, true}) run(l2r{}, reverse), run(r2l{}, reverse);
+}
+
+TEST_CASE("matrix_chain_product_backward: 3 x 3 fp32, both orders, every layout, reverse, initial gradient") {
+  check_chain_product_backward<parascan::chain_order::left_to_right>();
+  check_chain_product_backward<parascan::chain_order::right_to_left>();
+}
+
+TEST_CASE("matrix_chain_product_backward: bad arguments are refused, nothing written") {
+  using Mat = Eigen::Matrix<float, 2, 2>;
+  const ptest::index_t T = 5;
+  ptest::buffer<Mat> m(2 * T), dm(2 * T), gr(1), gi(1);
+  ptest::fill(m, [] { return Mat(Mat::Identity()); });
+  ptest::fill(dm, [] { return ptest::poison_matrix<Mat>(); });
+  ptest::fill(gi, [] { return ptest::poison_matrix<Mat>(); });
+  const auto in = parascan::single<const Mat>(m.data(), T);
+  const auto out = parascan::single(dm.data(), T);
+  parascan::backward_options<Mat> opts;
+  opts.grad_initial = gi.data();
+  const auto refused = [&](const parascan::sequences<const Mat>& i, const Mat* g, const parascan::sequences<Mat>& o,
+                           const char* message) {
+    CHECK_THROWS_WITH_AS(parascan::matrix_chain_product_backward(ptest::exec(), i, g, o, opts),
+                         doctest::Contains(message), parascan::error);
+  };
+  refused(in, nullptr, out, "grad_result: a non-null array");
+  refused(in, gr.data(), parascan::single(m.data() + 1, T), "grad_in: no overlap with in");
+  refused(in, gr.data(), parascan::single(m.data(), T), "grad_in: no overlap with in");
+  refused(in, dm.data() + 2, out, "grad_in: no overlap with grad_result");
+  refused(in, gi.data(), out, "options.grad_initial: no overlap with grad_result");
+  refused(in, gr.data(), parascan::single(dm.data(), T - 1), "grad_in");
+  opts.grad_final = gr.data();
+  refused(in, gr.data(), out, "options.grad_final: null");
+  opts.grad_final = nullptr;
+  opts.exclusive = true;
+  refused(in, gr.data(), out, "options.exclusive");
+  dm.download(), gi.download();
+  for (const Mat& d : dm.host) CHECK(d.hasNaN());
+  CHECK(gi.host[0].hasNaN());
 }

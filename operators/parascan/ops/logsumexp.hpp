@@ -25,7 +25,10 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <parascan/config.hpp>
 #include <parascan/layout.hpp>
@@ -34,6 +37,7 @@
 #include <parascan/options.hpp>
 #include <parascan/policy.hpp>
 #include <parascan/shifted.hpp>
+#include <parascan/validate.hpp>
 
 #include "accumulator.hpp"
 #include "linear_recurrence.hpp"
@@ -183,6 +187,27 @@ struct log_add_exp_recurrence_adjoint {
   }
 };
 
+/// The adjoint of logsumexp, the reduction r = log(sum exp(x[t])): dL/dx[t] = g exp(x[t] - r) for the
+/// result's gradient g (the softmax of the inputs, times g), step by step from x and per-sequence views of
+/// r and g; 0 where r = -inf (every input -inf), as log_add_exp_adjoint. Every step stands alone: the
+/// scan's state is unused (a constant), the engine only walks the layout.
+template <class Acc>
+struct log_sum_exp_total_adjoint {
+  using value_type = Acc;
+  PARASCAN_HD value_type identity() const { return Acc(0); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type&) const { return earlier; }
+  template <class X, class R, class G>
+  PARASCAN_HD value_type lift(const X&, const R&, const G&) const {
+    return Acc(0);
+  }
+  template <class X, class R, class G>
+  PARASCAN_HD Acc emit(const value_type&, const X& x, const R& r, const G& g) const {
+    const Acc total = to_accumulator<Acc>(r);
+    if (total == -limits<Acc>::infinity()) return Acc(0);
+    return to_accumulator<Acc>(g) * scan_exp(to_accumulator<Acc>(x) - total);
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -238,6 +263,59 @@ template <class Exec, class T>
 void logsumexp(const Exec& exec, const sequences<T>& in, ops::accumulator_t<T>* result,
                const options<ops::accumulator_t<T>>& opts = {}) {
   reduce_scan(exec, ops::log_add_exp<std::remove_const_t<T>>{}, in, result, opts);
+}
+
+/// dL/dx of result = logsumexp(x, result, {initial}) from the inputs x, the result and its gradient
+/// `grad_result` (one value a sequence each): grad_x[t] = grad_result exp(x[t] - result), 0 where the
+/// result is -inf (every input -inf); opts.grad_initial receives dL/d(initial log-value) (0 without an
+/// initial). opts.grad_final stays null (the result's gradient is grad_result); reverse changes nothing.
+/// grad_x may be x itself (in place). One pass over the steps (ops::log_sum_exp_total_adjoint, result and
+/// gradient read through per_sequence views), and one over the sequences for grad_initial.
+template <class Exec, class T, class D>
+void logsumexp_backward(const Exec& exec, const sequences<T>& x, const ops::accumulator_t<T>* result,
+                        const ops::accumulator_t<T>* grad_result, const sequences<D>& grad_x,
+                        const backward_options<ops::accumulator_t<T>>& opts = {}) {
+  using Acc = ops::accumulator_t<std::remove_const_t<T>>;
+  const index_t count = x.count();
+  if (opts.exclusive) detail::fail("options.exclusive", "false: a reduction has no exclusive form");
+  if (opts.grad_final != nullptr)
+    detail::fail("options.grad_final", "null: the result's gradient is the argument grad_result");
+  if (count > 0 && result == nullptr) detail::fail("result", "a non-null array of one value per sequence");
+  if (count > 0 && grad_result == nullptr) detail::fail("grad_result", "a non-null array of one value per sequence");
+  // Every check before the first pass writes, under the wrapper's own names (the passes' checks would name
+  // their inputs by position).
+  std::vector<index_t> x_offsets, grad_x_offsets;
+  const auto& x_h = host_readable(exec, x, x_offsets);
+  const auto& grad_x_h = host_readable(exec, grad_x, grad_x_offsets);
+  detail::check_view(x_h, "x");
+  detail::check_view(grad_x_h, "grad_x");
+  detail::check_same_shape(grad_x_h, x_h, "grad_x");
+  detail::check_no_self_overlap(grad_x_h, "grad_x");
+  detail::check_alias(x_h, grad_x_h, "x", "grad_x");
+  const detail::byte_span grad_initial = detail::span_of(opts.grad_initial, count);
+  const detail::byte_span grad_x_span = detail::span_of(grad_x_h);
+  for (const auto& [span, name] : {std::pair{detail::span_of(result, count), "result"},
+                                   std::pair{detail::span_of(grad_result, count), "grad_result"},
+                                   std::pair{detail::span_of(opts.initial, count), "options.initial"}}) {
+    if (grad_x_span.overlaps(span)) detail::fail("grad_x", std::string("no overlap with ") + name);
+    if (grad_initial.overlaps(span)) detail::fail("options.grad_initial", std::string("no overlap with ") + name);
+  }
+  if (grad_initial.overlaps(grad_x_span)) detail::fail("options.grad_initial", "no overlap with grad_x");
+  if (count > 0) {
+    require_backend_memory(exec, opts.initial, "options.initial");
+    require_backend_memory(exec, opts.grad_initial, "options.grad_initial");
+  }
+  prefix_scan(exec, ops::log_sum_exp_total_adjoint<Acc>{},
+              parascan::inputs(x, parascan::per_sequence(result, x), parascan::per_sequence(grad_result, x)),
+              grad_x);
+  if (opts.grad_initial == nullptr || count == 0) return;
+  // The initial log-value is one more input: dL/dI = g exp(I - r), over one-step views of the sequences,
+  // I being the boundary one step past each result (-inf without an initial).
+  const auto totals = parascan::bdt(result, count, 1, 1);
+  prefix_scan(exec, ops::log_sum_exp_total_adjoint<Acc>{},
+              parascan::inputs(parascan::shifted(totals, +1, -limits<Acc>::infinity(), opts.initial), totals,
+                               parascan::bdt(grad_result, count, 1, 1)),
+              parascan::bdt(opts.grad_initial, count, 1, 1));
 }
 
 }  // namespace parascan

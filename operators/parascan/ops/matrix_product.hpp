@@ -18,6 +18,7 @@
 #pragma once
 
 #include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -91,6 +92,34 @@ struct matrix_chain_adjoint {
   }
 };
 
+
+/// The adjoint of the chain product (reduce): a reverse, exclusive scan over the factors M and the products
+/// before each step, L[t] (from the initial matrix), seeded with G = dL/d(result). Its state is the
+/// gradient that reaches L[t + 1] from the result, R[t]: G (M[t+1] ... M[T-1])^T (left_to_right, each
+/// factor's transpose joins on the right) or (M[T-1] ... M[t+1])^T G (right_to_left, on the left) -- a
+/// matrix_product of the transposes. Step t emits dL/dM[t] = L[t]^T R[t] (left_to_right) or R[t] L[t]^T
+/// (right_to_left); the total, G (M[0] ... M[T-1])^T or its mirror, is dL/d(initial matrix).
+template <class M, chain_order Order = chain_order::left_to_right>
+struct matrix_chain_product_adjoint {
+  using value_type = M;
+  matrix_product<M, Order> product;
+  PARASCAN_HD value_type identity() const { return M::Identity(); }
+  PARASCAN_HD value_type operator()(const M& earlier, const M& later) const { return product(earlier, later); }
+  template <class MM, class ML>
+  PARASCAN_HD value_type lift(const Eigen::MatrixBase<MM>& m, const Eigen::MatrixBase<ML>&) const {
+    return m.transpose();
+  }
+  PARASCAN_HD M project(const value_type& s) const { return s; }
+  PARASCAN_HD value_type seed(const M& g) const { return g; }
+  template <class MM, class ML>
+  PARASCAN_HD M emit(const value_type& s, const Eigen::MatrixBase<MM>&, const Eigen::MatrixBase<ML>& before) const {
+    if constexpr (Order == chain_order::left_to_right)
+      return before.transpose() * s;
+    else
+      return s * before.transpose();
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -137,6 +166,45 @@ template <chain_order Order = chain_order::left_to_right, class Exec, class M>
 void matrix_chain_product(const Exec& exec, const sequences<M>& in, std::remove_const_t<M>* result,
                           const options<std::remove_const_t<M>>& opts = {}) {
   reduce_scan(exec, ops::matrix_product<std::remove_const_t<M>, Order>{}, in, result, opts);
+}
+
+/// Gradients of result = matrix_chain_product<Order>(in, result, {reverse, initial}) for a loss L, from the
+/// factors `in` and the gradient of each sequence's result, `grad_result` (one matrix a sequence):
+/// grad_in = dL/din; opts.grad_initial receives dL/d(initial matrix). opts.grad_final must stay null (the
+/// result's gradient is grad_result). Two passes: matrix_chain writes the products before each step into
+/// grad_in (exclusive), then ops::matrix_chain_product_adjoint scans back over the factors and those
+/// products, writing each factor's gradient in place. grad_in has in's shape and shares no byte with it.
+template <chain_order Order = chain_order::left_to_right, class Exec, class M, class D>
+void matrix_chain_product_backward(const Exec& exec, const sequences<M>& in, const std::remove_const_t<M>* grad_result,
+                                   const sequences<D>& grad_in,
+                                   const backward_options<std::remove_const_t<M>>& opts = {}) {
+  using matrix = std::remove_const_t<M>;
+  static_assert(std::is_same<std::remove_const_t<D>, matrix>::value && !std::is_const<D>::value,
+                "matrix_chain_product_backward: grad_in is a writable view of the factors' matrix type");
+  if (opts.grad_final != nullptr)
+    detail::fail("options.grad_final", "null: the result's gradient is the argument grad_result");
+  if (grad_result == nullptr && in.count() > 0)
+    detail::fail("grad_result", "a non-null array of one matrix per sequence");
+  detail::check_backward_call(exec, in, in, in, grad_in, static_cast<const sequences<D>*>(nullptr), opts,
+                              {"in", "in", "in", "grad_in", ""});
+  if (in.count() > 0) {
+    require_backend_memory(exec, grad_result, "grad_result");
+    std::vector<index_t> offsets;
+    const detail::byte_span result = detail::span_of(grad_result, in.count());
+    if (detail::span_of(host_readable(exec, grad_in, offsets)).overlaps(result))
+      detail::fail("grad_in", "no overlap with grad_result");
+    if (detail::span_of(opts.grad_initial, in.count()).overlaps(result))
+      detail::fail("options.grad_initial", "no overlap with grad_result");
+  }
+  backward_options<matrix> checked = opts;
+  checked.grad_final = grad_result;
+  options<matrix> before;
+  before.reverse = opts.reverse;
+  before.exclusive = true;
+  before.initial = opts.initial;
+  matrix_chain<Order>(exec, in, grad_in, before);
+  prefix_scan(exec, ops::matrix_chain_product_adjoint<matrix, Order>{},
+              parascan::inputs(in, grad_in), grad_in, adjoint_options(checked));
 }
 
 }  // namespace parascan
