@@ -17,7 +17,7 @@
 // 65536 and 1000, 5000, 50000 (12 bytes a step); bf16 and fp16 storage with an fp32 state (6 bytes);
 // complex64 (24 bytes); the backward pass (linear_recurrence_backward, fp32 20 bytes: a, x, dL/dx read,
 // dL/da, dL/db written; bf16 10 bytes), and the backward passes of the 4x4 and 8x8 affine recurrences and
-// the 4x4 matrix chain over (1, count, 2048); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
+// the 4x4 matrix chain (cumulative and whole products) over (1, count, 2048); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
 // cumsum (8 bytes), and one sequence of 2^28 next to CUB InclusiveSum; every pointer one element off
 // (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
 // (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
@@ -774,6 +774,44 @@ void run_chain_backward(context& ctx, record& r, index_t count, index_t T) {
       });
 }
 
+/// I + scale m[i] for n 4 x 4 matrices: factors whose long products neither vanish nor overflow.
+__global__ void near_identity(float* m, std::size_t n, float scale) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < 16 * n; i += std::size_t(gridDim.x) * blockDim.x)
+    m[i] = (i % 16 % 5 == 0 ? 1.0f : 0.0f) + scale * m[i];
+}
+
+/// The backward pass of the 4 x 4 chain product (matrix_chain_product_backward, left_to_right) over (1,
+/// count, T): reads the factors (I + 0.05 x [-0.5, 0.5): every gradient involves a product of T - 1 of
+/// them) and one dL/d(product) a chain, writes dL/dM (128 bytes a step at the floor; its two passes move
+/// 320: the products before each step written, then read back with the factors); checked as
+/// run_affine_backward.
+void run_chain_product_backward(context& ctx, record& r, index_t count, index_t T) {
+  using Md = Eigen::Matrix4d;
+  const std::size_t n = std::size_t(count * T);
+  device_array<mat4> m(n), dm(n), dr(std::size_t(count));
+  fill(m.p, n, dist::matrix, 26);
+  near_identity<<<grid_blocks(), 256>>>(reinterpret_cast<float*>(m.p), n, 0.05f);
+  check(cudaGetLastError(), "near_identity");
+  fill(dr.p, std::size_t(count), dist::matrix, 27);
+  const auto v = [&](mat4* q) { return parascan::bdt(q, 1, count, T); };
+  measure(
+      ctx, r, [&] { dm.poison(); },
+      [&] { parascan::matrix_chain_product_backward(parascan::cuda{}, v(m.p), dr.p, v(dm.p)); },
+      [&] {
+        error_meter err{1e-4};
+        for (index_t s : pick(count)) {
+          const auto hm = download_as<Md>(m.p, s, T), hdr = download_as<Md>(dr.p, s, 1);
+          std::vector<Md> ref(T);
+          parascan::matrix_chain_product_backward(parascan::host{1}, parascan::single(hm.data(), T), hdr.data(),
+                                                  parascan::single(ref.data(), T));
+          std::vector<mat4> got(T);
+          check(cudaMemcpy(got.data(), dm.p + s * T, sizeof(mat4) * T, cudaMemcpyDeviceToHost), "download");
+          add_normwise(err, s, ref, got);
+        }
+        return err;
+      });
+}
+
 /// A user functor for the same recurrence, written here (not the library's operator).
 struct user_recurrence {
   struct value_type {
@@ -1247,6 +1285,9 @@ std::vector<bench_case> make_cases(bool sweep) {
       1024, 8 * 64 + 12 * 8, 1024 * 2048, false, [=](context& c, record& r) { run_affine_backward<8>(c, r, 1024, 2048); });
   add("parascan", "matrix_chain_backward 4x4", "matrix_chain_backward", "fp32", "bdt", {1, 4096, 2048}, 2048, 4096,
       256, 4096 * 2048, false, [=](context& c, record& r) { run_chain_backward(c, r, 4096, 2048); });
+  add("parascan", "matrix_chain_product_backward 4x4", "matrix_chain_product_backward", "fp32", "bdt",
+      {1, 4096, 2048}, 2048, 4096, 128, 4096 * 2048, false,
+      [=](context& c, record& r) { run_chain_product_backward(c, r, 4096, 2048); });
   // Matrix products (issue 8's cases): prefix over (B, 1024) chains of N x N fp32, 2^26 floats in all
   // (8 bytes a float: read, written); the product of one chain of 1000 (4 bytes a float read).
   const auto matrices = [&](auto size) {

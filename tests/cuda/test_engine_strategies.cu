@@ -521,6 +521,74 @@ TEST_CASE("streamed sequences: logcumsumexp and the log-space recurrence under t
   check_log_space_stream(4000, 1024, 8);  // 128 x 8, the last tile ragged
 }
 
+// logcumsumexp_backward over (2, D, T) of fp32 on the stream, in both of its forms: the plain adjoint (no
+// end gradients) and the recurrence form (a final-value gradient and dL/d(initial), which also reads y
+// one step behind), forward in both directions, from the forward's own outputs with -inf inputs among
+// them; each gradient dL/dx[t] = exp(x[t]) (sum over u >= t of dy[u] exp(-y[u]) + gf exp(-F)) against
+// fp64, relative to the sum of its terms' sizes.
+namespace {
+void check_logcumsumexp_backward_stream(index_t T, int blocks) {
+  const index_t B = 2, D = stream_channels(blocks), count = B * D;
+  const std::size_t n = std::size_t(count * T), sequences_n = std::size_t(count);
+  ptest::buffer<float> x(n), y(n), dy(n), dx(n), init(sequences_n), fin(sequences_n), gf(sequences_n),
+      gi(sequences_n);
+  ptest::fast_random g;
+  ptest::fill(x, [&] { return g.uniform(0, 1) < 0.05 ? -INFINITY : float(g.uniform(-20, 20)); });
+  ptest::fill(dy, [&] { return float(g.normal()); });
+  ptest::fill(init, [&] { return float(g.uniform(-20, 20)); });
+  ptest::fill(gf, [&] { return float(g.normal()); });
+  const auto in = [&](ptest::buffer<float>& b) { return parascan::bdt<const float>(b.data(), B, D, T); };
+  const auto out = [&](ptest::buffer<float>& b) { return parascan::bdt(b.data(), B, D, T); };
+  for (const bool reverse : {false, true})
+    for (const bool ends : {false, true}) {
+      INFO("logcumsumexp_backward over (2, " << D << ", " << T << "), forward reverse " << reverse
+                                              << ", initial and final-value gradient " << ends);
+      parascan::options<float> forward;
+      forward.reverse = reverse, forward.initial = ends ? init.data() : nullptr, forward.final = fin.data();
+      parascan::logcumsumexp(ptest::exec(), in(x), out(y), forward);
+      ptest::fill(dx, [] { return NAN; });
+      ptest::fill(gi, [] { return NAN; });
+      parascan::backward_options<float> opts;
+      opts.reverse = reverse;
+      opts.initial = forward.initial;
+      opts.grad_final = ends ? gf.data() : nullptr;
+      opts.grad_initial = ends ? gi.data() : nullptr;
+      const long long before = parascan::engine::stream_launches();
+      parascan::engine::last_stream_tile() = 0;
+      parascan::logcumsumexp_backward(ptest::exec(), in(x), in(y), in(dy), out(dx), opts);
+      CHECK(parascan::engine::stream_launches() == before + 1);
+      CHECK(parascan::engine::last_stream_tile() > 0);
+      y.download(), dx.download(), fin.download(), gi.download();
+      double worst = 0;
+      for (index_t s = 0; s < count; ++s) {
+        const auto at = [&](index_t p) { return std::size_t(s * T + (reverse ? T - 1 - p : p)); };
+        const double final_value = fin.host[std::size_t(s)];
+        // sum over later outputs u of dy[u] exp(-y[u]) (the final value's gradient counts as one more).
+        double sum = 0, size = 0;
+        if (ends && final_value != -INFINITY)
+          sum = gf.host[std::size_t(s)] * std::exp(-final_value), size = std::fabs(sum);
+        for (index_t p = T - 1; p >= 0; --p) {
+          const std::size_t i = at(p);
+          if (y.host[i] != -INFINITY) {
+            const double w = std::exp(-double(y.host[i]));
+            sum += dy.host[i] * w, size += std::fabs(dy.host[i]) * w;
+          }
+          const double e = std::exp(double(x.host[i]));
+          keep_worst(worst, dx.host[i], e * sum, e * size);
+        }
+        if (ends) keep_worst(worst, gi.host[std::size_t(s)], std::exp(double(init.host[std::size_t(s)])) * sum,
+                             std::exp(double(init.host[std::size_t(s)])) * size);
+      }
+      CHECK(worst <= 8 * ptest::eps_of<float>() * (1 + std::sqrt(double(T))));
+    }
+}
+}  // namespace
+
+TEST_CASE("streamed sequences: logcumsumexp_backward, plain and with end gradients, forward and reverse") {
+  check_logcumsumexp_backward_stream(1024, 8);
+  check_logcumsumexp_backward_stream(4000, 4);  // the last tile ragged
+}
+
 // cumsum over (2, D, T) under the scalar ladder: the rung that runs and every step against fp64; and a view
 // whose sequences start on 16 bytes but end off them (T = 4090 floats, 4092 apart), which the stream must
 // decline (its reverse chunks are aligned to the end): the warps run it and agree.
