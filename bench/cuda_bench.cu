@@ -788,11 +788,12 @@ __global__ void near_identity(float* m, std::size_t n, float scale) {
 void run_chain_product_backward(context& ctx, record& r, index_t count, index_t T) {
   using Md = Eigen::Matrix4d;
   const std::size_t n = std::size_t(count * T);
-  device_array<mat4> m(n), dm(n), dr(std::size_t(count));
+  const std::size_t chains = std::size_t(count);
+  device_array<mat4> m(n), dm(n), dr(chains);
   fill(m.p, n, dist::matrix, 26);
   near_identity<<<grid_blocks(), 256>>>(reinterpret_cast<float*>(m.p), n, 0.05f);
   check(cudaGetLastError(), "near_identity");
-  fill(dr.p, std::size_t(count), dist::matrix, 27);
+  fill(dr.p, chains, dist::matrix, 27);
   const auto v = [&](mat4* q) { return parascan::bdt(q, 1, count, T); };
   measure(
       ctx, r, [&] { dm.poison(); },
