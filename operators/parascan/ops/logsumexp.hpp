@@ -302,6 +302,8 @@ void logsumexp_backward(const Exec& exec, const sequences<T>& x, const ops::accu
   }
   if (grad_initial.overlaps(grad_x_span)) detail::fail("options.grad_initial", "no overlap with grad_x");
   if (count > 0) {
+    require_backend_memory(exec, result, "result");
+    require_backend_memory(exec, grad_result, "grad_result");
     require_backend_memory(exec, opts.initial, "options.initial");
     require_backend_memory(exec, opts.grad_initial, "options.grad_initial");
   }

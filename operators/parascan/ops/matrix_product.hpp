@@ -92,7 +92,6 @@ struct matrix_chain_adjoint {
   }
 };
 
-
 /// The adjoint of the chain product (reduce): a reverse, exclusive scan over the factors M and the products
 /// before each step, L[t] (from the initial matrix), seeded with G = dL/d(result). Its state is the
 /// gradient that reaches L[t + 1] from the result, R[t]: G (M[t+1] ... M[T-1])^T (left_to_right, each
