@@ -97,11 +97,14 @@ def _accumulator(x):
 
 def _empty_like(x, shape=None, dtype=None):
     """An uninitialised array of x's dtype (or `dtype`) on x's device, in x's framework, C-contiguous."""
-    shape = tuple(x.shape) if shape is None else tuple(shape)
-    dtype = x.dtype if dtype is None else dtype
     if _framework(x) == "torch":
         import torch
-        return torch.empty(shape, dtype=dtype, device=x.device)
+        if shape is None and dtype is None:  # half the host time of torch.empty(shape, dtype, device)
+            return torch.empty_like(x, memory_format=torch.contiguous_format)
+        return torch.empty(tuple(x.shape) if shape is None else tuple(shape), dtype=x.dtype if dtype is None else dtype,
+                           device=x.device)
+    shape = tuple(x.shape) if shape is None else tuple(shape)
+    dtype = x.dtype if dtype is None else dtype
     if _framework(x) == "cupy":
         import cupy
         with cupy.cuda.Device(x.device.id):
