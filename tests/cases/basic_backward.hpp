@@ -26,21 +26,25 @@ double reference_gradient(scan_kind kind, bool exclusive, const std::vector<doub
   dx.assign(n, 0.0), scale.assign(n, 0.0);
   // The gradient of the outputs covering exactly the steps up to p (last step p), and of those covering
   // none (only the initial value): dy[p] (inclusive) or dy[p + 1] (exclusive), gf at the end.
-  std::vector<double> ending(n, 0.0);
+  // `ending_size` is the size of those terms (|dy| + |gf|, not |dy + gf|: the backward may add them
+  // after scaling, so their cancellation is no measure of its rounding).
+  std::vector<double> ending(n, 0.0), ending_size(n, 0.0);
   double ending_before = exclusive && n > 0 ? dys[0] : 0.0;
   for (std::size_t p = 0; p < n; ++p) {
     const std::size_t u = exclusive ? p + 1 : p;
     ending[p] = (u < n ? dys[u] : 0.0) + (p + 1 == n ? gf : 0.0);
+    ending_size[p] = (u < n ? std::fabs(dys[u]) : 0.0) + (p + 1 == n ? std::fabs(gf) : 0.0);
   }
-  if (n == 0) ending_before += gf;
+  double ending_before_size = std::fabs(ending_before);
+  if (n == 0) ending_before += gf, ending_before_size += std::fabs(gf);
   init_scale = 0;
   if (kind == scan_kind::sum) {
     double sum = 0, size = 0;  // over the outputs that step p reached
     for (std::size_t p = n; p-- > 0;) {
-      sum += ending[p], size += std::fabs(ending[p]);
+      sum += ending[p], size += ending_size[p];
       dx[p] = sum, scale[p] = size;
     }
-    init_scale = size + std::fabs(ending_before);
+    init_scale = size + ending_before_size;
     return sum + ending_before;
   }
   if (kind == scan_kind::product) {
@@ -52,25 +56,25 @@ double reference_gradient(scan_kind kind, bool exclusive, const std::vector<doub
     double h = 0, size = 0;
     for (std::size_t p = n; p-- > 0;) {
       h = ending[p] + (p + 1 < n ? xs[p + 1] * h : 0.0);
-      size = std::fabs(ending[p]) + (p + 1 < n ? std::fabs(xs[p + 1]) * size : 0.0);
+      size = ending_size[p] + (p + 1 < n ? std::fabs(xs[p + 1]) * size : 0.0);
       dx[p] = h * before[p], scale[p] = size * std::fabs(before[p]);
     }
-    if (n == 0) return init_scale = std::fabs(ending_before), ending_before;
-    init_scale = std::fabs(xs[0]) * size + std::fabs(ending_before);
+    if (n == 0) return init_scale = ending_before_size, ending_before;
+    init_scale = std::fabs(xs[0]) * size + ending_before_size;
     return xs[0] * h + ending_before;
   }
   // Extrema: the forward's value (a NaN persists, ties keep the later value) and the latest step holding
   // it (the latest NaN where it is NaN), step by step; each output's gradient goes there.
   const bool is_max = kind == scan_kind::max;
   double value = init, d_init = ending_before;
-  init_scale = std::fabs(ending_before);
+  init_scale = ending_before_size;
   std::ptrdiff_t holder = -1;
   for (std::size_t p = 0; p < n; ++p) {
     const double x = xs[p];
     if (!(value != value || (is_max ? value > x : value < x))) value = x;
     if (value != value ? x != x : x == value) holder = std::ptrdiff_t(p);
-    if (holder < 0) d_init += ending[p], init_scale += std::fabs(ending[p]);
-    else dx[std::size_t(holder)] += ending[p], scale[std::size_t(holder)] += std::fabs(ending[p]);
+    if (holder < 0) d_init += ending[p], init_scale += ending_size[p];
+    else dx[std::size_t(holder)] += ending[p], scale[std::size_t(holder)] += ending_size[p];
   }
   return d_init;
 }
