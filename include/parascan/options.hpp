@@ -30,21 +30,23 @@ struct options {
 /// - grad_final: dL/d(the forward's final state), one per sequence; null for none (zero).
 /// - grad_initial: where to write dL/d(initial state), one per sequence; null for none.
 /// Pointers are host memory for parascan::host and device memory for parascan::cuda.
-template <class Y>
+/// GY: the type of a state's gradient, Y itself but where the gradient is taken with respect to a part of
+/// the state (signed_log_linear_recurrence_backward: dL/d(log|x|) of x = {log|x|, sign}).
+template <class Y, class GY = Y>
 struct backward_options {
   bool reverse = false;
   bool exclusive = false;
   const Y* initial = nullptr;
-  const Y* grad_final = nullptr;
-  Y* grad_initial = nullptr;
+  const GY* grad_final = nullptr;
+  GY* grad_initial = nullptr;
 };
 
 /// The options of a recurrence's adjoint scan (the `*_backward` wrappers): back from the forward's last
 /// step, exclusive (step t sees the gradient from the steps after it), seeded with dL/d(final state), its
 /// total written as dL/d(initial state).
-template <class Y>
-options<Y> adjoint_options(const backward_options<Y>& b) {
-  options<Y> scan;
+template <class Y, class GY>
+options<GY> adjoint_options(const backward_options<Y, GY>& b) {
+  options<GY> scan;
   scan.reverse = !b.reverse;
   scan.exclusive = true;
   scan.initial = b.grad_final;
@@ -54,8 +56,8 @@ options<Y> adjoint_options(const backward_options<Y>& b) {
 
 /// Where a backward pass reads x[t - 1] of the forward's order: one step behind in time, or ahead when
 /// the forward ran in reverse.
-template <class Y>
-index_t previous_step(const backward_options<Y>& b) {
+template <class Y, class GY>
+index_t previous_step(const backward_options<Y, GY>& b) {
   return b.reverse ? 1 : -1;
 }
 

@@ -277,10 +277,10 @@ struct backward_names {
 /// A backward pass's checks, all before it writes anything: every view of the gates' shape, each output
 /// apart from the other and from every input (the passes read inputs after writing outputs: no in-place
 /// aliasing either), and the per-sequence states apart from the outputs. grad_tokens may be null.
-template <class A, class X, class G, class DA, class DB, class Y>
+template <class A, class X, class G, class DA, class DB, class Y, class GY>
 void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, const sequences<G>& grad_x,
                               const sequences<DA>& grad_gates, const sequences<DB>* grad_tokens,
-                              const backward_options<Y>& opts, const backward_names& names = {}) {
+                              const backward_options<Y, GY>& opts, const backward_names& names = {}) {
   if (opts.exclusive) fail("options.exclusive", "false: a recurrence's backward takes inclusive forwards");
   const std::string gates_name = names.gates;
   check_view(gates, gates_name);
@@ -321,10 +321,10 @@ void check_backward_arguments(const sequences<A>& gates, const sequences<X>& x, 
 /// packed offsets the host can read) and, for the GPU, that every pointer is device memory. grad_tokens
 /// may be null (a backward with one gradient output).
 /// host_readable and require_backend_memory come with the execution policy's backend (host.hpp, cuda.cuh).
-template <class Exec, class A, class X, class G, class DA, class DB, class Y>
+template <class Exec, class A, class X, class G, class DA, class DB, class Y, class GY>
 void check_backward_call(const Exec& exec, const sequences<A>& gates, const sequences<X>& x,
                          const sequences<G>& grad_x, const sequences<DA>& grad_gates,
-                         const sequences<DB>* grad_tokens, const backward_options<Y>& opts,
+                         const sequences<DB>* grad_tokens, const backward_options<Y, GY>& opts,
                          const backward_names& names = {}) {
   std::vector<index_t> o0, o1, o2, o3, o4;
   const auto& gates_h = host_readable(exec, gates, o0);

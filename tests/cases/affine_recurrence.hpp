@@ -126,16 +126,7 @@ TEST_CASE("affine_recurrence_backward: the adjoint against central differences (
   opts.initial = &x0, opts.grad_final = &wf, opts.grad_initial = &dx0;
   const auto v = [&](auto& vec) { return parascan::single(vec.data(), n); };
   parascan::affine_recurrence_backward(parascan::host{1}, v(W), v(x), v(w), v(dW), v(db), opts);
-  const double h = 1e-6;
-  const auto numeric = [&](double& value) {
-    const double keep = value;
-    value = keep + h;
-    const double plus = loss();
-    value = keep - h;
-    const double minus = loss();
-    value = keep;
-    return (plus - minus) / (2 * h);
-  };
+  const auto numeric = [&](double& value) { return ptest::central_difference(value, loss); };
   for (int p = 0; p < n; ++p)
     for (int i = 0; i < 3; ++i) {
       CHECK(std::abs(numeric(b[p][i]) - db[p][i]) <= 1e-7 * (1 + std::abs(db[p][i])));

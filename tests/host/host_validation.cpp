@@ -303,6 +303,41 @@ TEST_CASE_FIXTURE(fixture, "the log-space backward names its arguments, log_b in
   check_rejected([&] { run(part(4), part(0), v(db, 0)); }, {"grad_log_a", "log_b"}, guard);  // half over it
 }
 
+TEST_CASE_FIXTURE(fixture, "the signed log-space backward names its arguments, signs and b included") {
+  using signed_log = parascan::ops::signed_log<float>;
+  const auto v = [](auto& buf, index_t offset, index_t n = 8) { return parascan::single(buf.data() + offset, n); };
+  std::vector<float> da = poisoned<float>(8), db = poisoned<float>(8), lb(8, 0.0f), sa(8, 1.0f), sb(8, -1.0f);
+  std::vector<signed_log> xs(8, signed_log{0.0f, 1.0f});
+  guard.watch(da).watch(db).watch(xs);
+  const auto four = [&](auto sign_a, auto log_b, auto sign_b, auto grad_log_a, auto grad_log_b) {
+    parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), sign_a, log_b, sign_b, v(xs, 0), v(y, 0),
+                                                    grad_log_a, grad_log_b);
+  };
+  check_rejected([&] { four(v(sa, 0, 7), v(lb, 0), v(sb, 0), v(da, 0), v(db, 0)); }, {"sign_a"}, guard);
+  check_rejected([&] { four(v(sa, 0), v(lb, 0), v(sb, 0, 9), v(da, 0), v(db, 0)); }, {"sign_b"}, guard);
+  check_rejected([&] { four(v(sa, 0), v(lb, 0), v(sb, 0), v(da, 0), v(da, 4)); }, {"grad_log_b", "grad_log_a"},
+                 guard);
+  check_rejected([&] { four(v(sa, 0), v(lb, 0), v(sb, 0), v(x, 0), v(db, 0)); }, {"grad_log_a", "log_a"}, guard);
+  std::vector<float> both = poisoned<float>(12);
+  guard.watch(both);
+  const auto part = [&](index_t offset) { return parascan::single(both.data() + offset, 8); };
+  check_rejected([&] { four(v(sa, 0), part(4), v(sb, 0), part(0), v(db, 0)); }, {"grad_log_a", "log_b"}, guard);
+  const auto two = [&](auto b, auto grad_b) {
+    parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), b, v(xs, 0), v(y, 0), v(da, 0), grad_b);
+  };
+  check_rejected([&] { two(v(lb, 1, 7), v(db, 0)); }, {"b"}, guard);
+  check_rejected([&] { two(v(lb, 0), v(y, 0)); }, {"grad_b", "grad_log_abs_x"}, guard);
+  check_rejected([&] { two(part(4), part(0)); }, {"grad_b", "b"}, guard);
+  parascan::backward_options<signed_log, float> reversed_exclusive;
+  reversed_exclusive.exclusive = true;
+  check_rejected(
+      [&] {
+        parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), v(lb, 0), v(xs, 0), v(y, 0), v(da, 0), v(db, 0),
+                                                        reversed_exclusive);
+      },
+      {"options.exclusive"}, guard);
+}
+
 TEST_CASE("outputs interleaved with an input, sharing no element, are accepted and computed") {
   // (B, T, 2D): the tokens in the even channels, the scan written into the odd ones, on 1 and 3 threads.
   const index_t B = 2, T = 777, D = 6;

@@ -66,6 +66,18 @@ struct scaled_error_meter {
   }
 };
 
+/// dL/dv by central differences of step h, for a loss() that reads v (restored afterwards).
+template <class Loss>
+double central_difference(double& v, Loss&& loss, double h = 1e-6) {
+  const double keep = v;
+  v = keep + h;
+  const double plus = loss();
+  v = keep - h;
+  const double minus = loss();
+  v = keep;
+  return (plus - minus) / (2 * h);
+}
+
 /// ||got - ref||_2 / ||c||_2 over the elements added, c being the scale given with each (the size of the
 /// terms that made it); any non-finite result makes it infinite.
 struct scaled_norm_error {

@@ -40,6 +40,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <parascan/config.hpp>
 #include <parascan/host.hpp>  // the engine's entry points and backward checks
 #include <parascan/inputs.hpp>
@@ -196,6 +197,79 @@ struct signed_log_linear_recurrence {
   PARASCAN_HD value_type seed(const signed_log<S>& x0) const { return {S(0), S(1), x0.log_abs, x0.sign}; }
 };
 
+/// The adjoint of the signed log-space recurrence, whose outputs are x = {log|x|, sign}: gradients with
+/// respect to the log-magnitudes (a sign has none), dy[t] = dL/d(log|x[t]|) of each output alone. As the
+/// positive adjoint, with the signs kept:
+///   r[t] = a[t] x[t-1] / x[t] = sign(a[t] x[t-1] x[t]) exp(log|a[t]| + log|x[t-1]| - log|x[t]|)
+///   h[t] = x[t] dL/dx[t] = dy[t] + r[t+1] h[t+1]                 (dL/d(log|x[t]|), all paths)
+/// and it emits dL/d(log|a[t]|) = h[t] r[t] with dL/d(log|b[t]|) = h[t] b[t] / x[t] (four-input form) or
+/// dL/db[t] = h[t] / x[t] (the (log a, b) form: b as its value). Unlike the positive shares, |r| exceeds 1
+/// where x[t] nearly cancels: the sensitivity of log|x| near a zero crossing, not rounding. A step whose
+/// output is zero (log|x| = -inf) passes no gradient: it emits zeros and carries nothing back.
+/// Inputs: (log_a, x, x_prev, b, dy) or (log_a, sign_a, x, x_prev, log_b, sign_b, dy).
+template <class S>
+struct signed_log_linear_recurrence_adjoint {
+  using value_type = linear_state<S>;
+  linear_recurrence<S> rec;
+  PARASCAN_HD value_type identity() const { return rec.identity(); }
+  PARASCAN_HD value_type operator()(const value_type& earlier, const value_type& later) const {
+    return rec(earlier, later);
+  }
+  PARASCAN_HD S project(const value_type& s) const { return s.b; }
+  PARASCAN_HD value_type seed(const S& h) const { return {S(1), h}; }
+  PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
+
+  /// The sign of a sign input (negative below zero), and an output of any precision as signed_log<S>.
+  template <class V>
+  PARASCAN_HD static S sign_of(const V& v) {
+    return to_accumulator<S>(v) < S(0) ? S(-1) : S(1);
+  }
+  template <class T>
+  PARASCAN_HD static signed_log<S> as_signed(const signed_log<T>& v) {
+    return {S(v.log_abs), S(v.sign)};
+  }
+  /// r[t] (see above), 0 where x[t] = 0.
+  PARASCAN_HD static S carried_share(S log_a, S sign_a, const signed_log<S>& y, const signed_log<S>& y_prev) {
+    if (y.log_abs == -limits<S>::infinity()) return S(0);
+    const S magnitude = scan_exp(log_a + y_prev.log_abs - y.log_abs);
+    return sign_a * y_prev.sign * y.sign < S(0) ? -magnitude : magnitude;
+  }
+  PARASCAN_HD value_type lifted(S r, S dy) const { return {r, r == S(0) ? S(0) : r * dy}; }
+
+  template <class LA, class Y, class YP, class B, class G>
+  PARASCAN_HD value_type lift(const LA& log_a, const Y& y, const YP& y_prev, const B&, const G& dy) const {
+    return lifted(carried_share(to_accumulator<S>(log_a), S(1), as_signed(y), as_signed(y_prev)),
+                  to_accumulator<S>(dy));
+  }
+  template <class LA, class SA, class Y, class YP, class LB, class SB, class G>
+  PARASCAN_HD value_type lift(const LA& log_a, const SA& sign_a, const Y& y, const YP& y_prev, const LB&, const SB&,
+                              const G& dy) const {
+    return lifted(carried_share(to_accumulator<S>(log_a), sign_of(sign_a), as_signed(y), as_signed(y_prev)),
+                  to_accumulator<S>(dy));
+  }
+  /// (dL/db[t], dL/d(log a[t])), for parascan::outputs(grad_b, grad_log_a).
+  template <class LA, class Y, class YP, class B, class G>
+  PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const Y& y, const YP& y_prev, const B&,
+                                    const G& dy) const {
+    const signed_log<S> yt = as_signed(y);
+    if (yt.log_abs == -limits<S>::infinity()) return values(S(0), S(0));
+    const S h = to_accumulator<S>(dy) + s.b;
+    return values(h * yt.sign * scan_exp(-yt.log_abs),
+                  h * carried_share(to_accumulator<S>(log_a), S(1), yt, as_signed(y_prev)));
+  }
+  /// (dL/d(log|b[t]|), dL/d(log|a[t]|)), for parascan::outputs(grad_log_b, grad_log_a).
+  template <class LA, class SA, class Y, class YP, class LB, class SB, class G>
+  PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const SA& sign_a, const Y& y,
+                                    const YP& y_prev, const LB& log_b, const SB& sign_b, const G& dy) const {
+    const signed_log<S> yt = as_signed(y);
+    if (yt.log_abs == -limits<S>::infinity()) return values(S(0), S(0));
+    const S h = to_accumulator<S>(dy) + s.b;
+    const S share_b = scan_exp(to_accumulator<S>(log_b) - yt.log_abs);
+    return values(sign_of(sign_b) * yt.sign < S(0) ? -(h * share_b) : h * share_b,
+                  h * carried_share(to_accumulator<S>(log_a), sign_of(sign_a), yt, as_signed(y_prev)));
+  }
+};
+
 }  // namespace parascan::ops
 
 namespace parascan {
@@ -216,6 +290,13 @@ struct default_policy<ops::log_linear_recurrence_adjoint<float>, arch::sm90> {
   using type = cuda_policy<128, 4, combine_variant::warp, 4, 3>;
 };
 
+/// The signed adjoint's: its state and combine are the positive adjoint's, with five or seven inputs (x
+/// and x one step behind as 8-byte signed logs): the same shape (bench: signed_log_linear_recurrence_backward).
+template <>
+struct default_policy<ops::signed_log_linear_recurrence_adjoint<float>, arch::sm90> {
+  using type = cuda_policy<128, 4, combine_variant::warp, 4, 3>;
+};
+
 /// log x[t] for x[t] = a[t] x[t-1] + b[t] with a, b > 0 given as log_a, log_b; x[-1] = exp(opts.initial)
 /// (log-values; default: x[-1] = 0). Views of one shape; log_x may be a storage type.
 template <class Exec, class LA, class LB, class Y>
@@ -224,6 +305,23 @@ void log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const s
   prefix_scan(exec, ops::log_linear_recurrence<ops::common_accumulator_t<LA, LB>>{}, parascan::inputs(log_a, log_b),
               log_x, opts);
 }
+
+namespace detail {
+/// A log-space backward's check of an input check_backward_call does not see: of the gates' shape, in the
+/// backend's memory, apart from both outputs but for exact in-place aliasing.
+template <class Exec, class LA, class In, class DA, class DB>
+void check_backward_input(const Exec& exec, const sequences<LA>& log_a, const sequences<In>& input, const char* name,
+                          const sequences<DA>& grad_a, const char* grad_a_name, const sequences<DB>& grad_b,
+                          const char* grad_b_name) {
+  std::vector<index_t> o0, o1, o2, o3;
+  const auto v = host_readable(exec, input, o0);
+  check_view(v, name);
+  check_same_shape(v, host_readable(exec, log_a, o1), name);
+  check_alias(v, host_readable(exec, grad_a, o2), name, grad_a_name);
+  check_alias(v, host_readable(exec, grad_b, o3), name, grad_b_name);
+  if (log_a.count() > 0 && time_extent(v) > 0) require_backend_memory(exec, input.data, std::string(name) + ".data");
+}
+}  // namespace detail
 
 /// Gradients of log_x = log_linear_recurrence(log_a, log_b, log_x, {reverse, initial}) for a loss L, from
 /// the inputs, the forward's outputs log_x and the upstream gradient grad_log_x (dL/d(log x[t]) of each
@@ -241,12 +339,7 @@ void log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a
                                     const backward_options<Acc>& opts = {}) {
   detail::check_backward_call(exec, log_a, log_x, grad_log_x, grad_log_a, &grad_log_b, opts,
                               {"log_a", "log_x", "grad_log_x", "grad_log_a", "grad_log_b"});
-  std::vector<index_t> o0, o1, o2, o3;
-  const auto log_b_h = host_readable(exec, log_b, o0);
-  detail::check_view(log_b_h, "log_b");
-  detail::check_same_shape(log_b_h, host_readable(exec, log_a, o1), "log_b");
-  detail::check_alias(log_b_h, host_readable(exec, grad_log_a, o2), "log_b", "grad_log_a");
-  detail::check_alias(log_b_h, host_readable(exec, grad_log_b, o3), "log_b", "grad_log_b");  // in place: fine
+  detail::check_backward_input(exec, log_a, log_b, "log_b", grad_log_a, "grad_log_a", grad_log_b, "grad_log_b");
   const ops::log_linear_recurrence_adjoint<Acc> adjoint;
   const auto y_prev =
       parascan::shifted(log_x, previous_step(opts), std::remove_const_t<Y>(-limits<Acc>::infinity()), opts.initial);
@@ -271,6 +364,53 @@ void signed_log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, 
                                   const options<ops::signed_log<ops::common_accumulator_t<LA, LB>>>& opts = {}) {
   prefix_scan(exec, ops::signed_log_linear_recurrence<ops::common_accumulator_t<LA, LB>>{},
               parascan::inputs(log_a, sign_a, log_b, sign_b), x, opts);
+}
+
+/// Gradients of x = signed_log_linear_recurrence(log_a, b, x, {reverse, initial}) (x as signed_log<S>)
+/// for a loss L of the log-magnitudes log|x| (a sign has no gradient; for a loss of x itself pass
+/// dL/d(log|x|) = x dL/dx), from the inputs, the forward's outputs x and grad_log_abs_x (dL/d(log|x[t]|) of
+/// each output alone): grad_log_a = dL/d(log a), grad_b = dL/db (= dL/dx[t]: beyond the float range
+/// where |x[t]| is tiny); opts.grad_final adds dL/d(final log|x|), opts.grad_initial receives dL/d(log|x0|)
+/// (x0 = opts.initial, as in the forward). One reverse scan (ops::signed_log_linear_recurrence_adjoint).
+/// Steps whose output is zero get 0. All views share one shape; outputs apart from every input but b
+/// (grad_b may be b itself).
+template <class Policy = use_default_policy, class Exec, class LA, class B, class Y, class G, class DA, class DB,
+          class S = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<B>, std::remove_const_t<G>>>
+void signed_log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a, const sequences<B>& b,
+                                           const sequences<Y>& x, const sequences<G>& grad_log_abs_x,
+                                           const sequences<DA>& grad_log_a, const sequences<DB>& grad_b,
+                                           const backward_options<ops::signed_log<S>, S>& opts = {}) {
+  detail::check_backward_call(exec, log_a, x, grad_log_abs_x, grad_log_a, &grad_b, opts,
+                              {"log_a", "x", "grad_log_abs_x", "grad_log_a", "grad_b"});
+  detail::check_backward_input(exec, log_a, b, "b", grad_log_a, "grad_log_a", grad_b, "grad_b");
+  const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<Y>{-limits<S>::infinity(), S(1)},
+                                        opts.initial);
+  prefix_scan<Policy>(exec, ops::signed_log_linear_recurrence_adjoint<S>{},
+                      parascan::inputs(log_a, x, x_prev, b, grad_log_abs_x), parascan::outputs(grad_b, grad_log_a),
+                      adjoint_options(opts));
+}
+
+/// The same for the four-input form (log|a|, sign a, log|b|, sign b): grad_log_a = dL/d(log|a|),
+/// grad_log_b = dL/d(log|b|) (grad_log_b may be log_b itself).
+template <class Policy = use_default_policy, class Exec, class LA, class SA, class LB, class SB, class Y, class G,
+          class DA, class DB,
+          class S = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<LB>, std::remove_const_t<G>>>
+void signed_log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a, const sequences<SA>& sign_a,
+                                           const sequences<LB>& log_b, const sequences<SB>& sign_b,
+                                           const sequences<Y>& x, const sequences<G>& grad_log_abs_x,
+                                           const sequences<DA>& grad_log_a, const sequences<DB>& grad_log_b,
+                                           const backward_options<ops::signed_log<S>, S>& opts = {}) {
+  detail::check_backward_call(exec, log_a, x, grad_log_abs_x, grad_log_a, &grad_log_b, opts,
+                              {"log_a", "x", "grad_log_abs_x", "grad_log_a", "grad_log_b"});
+  const auto input = [&](const auto& view, const char* name) {
+    detail::check_backward_input(exec, log_a, view, name, grad_log_a, "grad_log_a", grad_log_b, "grad_log_b");
+  };
+  input(sign_a, "sign_a"), input(log_b, "log_b"), input(sign_b, "sign_b");
+  const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<Y>{-limits<S>::infinity(), S(1)},
+                                        opts.initial);
+  prefix_scan<Policy>(exec, ops::signed_log_linear_recurrence_adjoint<S>{},
+                      parascan::inputs(log_a, sign_a, x, x_prev, log_b, sign_b, grad_log_abs_x),
+                      parascan::outputs(grad_log_b, grad_log_a), adjoint_options(opts));
 }
 
 }  // namespace parascan
