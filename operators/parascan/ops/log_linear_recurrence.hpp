@@ -291,7 +291,8 @@ struct default_policy<ops::log_linear_recurrence_adjoint<float>, arch::sm90> {
 };
 
 /// The signed adjoint's: its state and combine are the positive adjoint's, with five or seven inputs (x
-/// and x one step behind as 8-byte signed logs): the same shape (bench: signed_log_linear_recurrence_backward).
+/// and x one step behind as 8-byte signed logs): the same shape, by analogy (not measured yet: the bench
+/// case signed_log_linear_recurrence_backward is there to measure it).
 template <>
 struct default_policy<ops::signed_log_linear_recurrence_adjoint<float>, arch::sm90> {
   using type = cuda_policy<128, 4, combine_variant::warp, 4, 3>;
