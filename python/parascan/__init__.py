@@ -23,7 +23,8 @@ __all__ = [
     "linear_recurrence", "linear_recurrence_backward", "log_linear_recurrence", "affine_recurrence",
     "affine_recurrence_backward", "matrix_chain", "matrix_chain_product", "matrix_chain_backward",
     "matrix_chain_product_backward", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-    "logcumsumexp_backward", "log_linear_recurrence_backward", "has_cuda",
+    "logcumsumexp_backward", "log_linear_recurrence_backward", "signed_log_linear_recurrence",
+    "signed_log_linear_recurrence_backward", "has_cuda",
 ]
 
 has_cuda = _parascan.has_cuda
@@ -291,6 +292,44 @@ def log_linear_recurrence_backward(log_gates, log_tokens, log_x, grad_log_x, dim
                                         _per_sequence(grad_final, log_gates, batch, "grad_final"), grad_initial,
                                         reverse, offsets, threads, _stream(log_gates, stream))
     grads = (grad_log_gates, grad_log_tokens)
+    return grads + (grad_initial,) if return_grad_initial else grads
+
+
+def signed_log_linear_recurrence(log_gates, tokens, dim=-1, initial=None, reverse=False, exclusive=False,
+                                 return_final=False, out=None, cu_seqlens=None, threads=0, stream=None):
+    """x[t] = a[t] x[t-1] + b[t] for a > 0 given as log a and tokens b of any sign, in log space: x as
+    (log|x|, sign) pairs, an array of the tokens' shape + (2,) (x = sign * exp(log|x|) may lie far beyond
+    the float range; zero is (-inf, 1)). ``initial`` / the final values: (log|x|, sign) per sequence, the
+    batch shape + (2,) (default: x[-1] = 0). float32, float64; options as in linear_recurrence."""
+    log_gates, tokens = _as_array(log_gates), _as_array(tokens)
+    x = _empty_like(tokens, tuple(tokens.shape) + (2,)) if out is None else out
+    offsets = _offsets(cu_seqlens)
+    pairs = tuple(_batch_shape(tokens, dim, offsets)) + (2,)
+    final = _empty_like(x, pairs) if return_final else None
+    _ext.signed_log_linear_recurrence(log_gates, tokens, x, dim, _per_sequence(initial, x, pairs, "initial"), final,
+                                      reverse, exclusive, offsets, threads, _stream(log_gates, stream))
+    return (x, final) if return_final else x
+
+
+def signed_log_linear_recurrence_backward(log_gates, tokens, x, grad_log_abs_x, dim=-1, initial=None,
+                                          reverse=False, grad_final=None, return_grad_initial=False,
+                                          cu_seqlens=None, threads=0, stream=None):
+    """Gradients of x = signed_log_linear_recurrence(log_gates, tokens, dim, initial, reverse) for a loss of
+    the log-magnitudes log|x| (x[..., 0]; a sign has none, and for a loss of x itself pass x dL/dx) from
+    the inputs, the forward's pairs x and grad_log_abs_x = dL/d(log|x|): returns (dL/d(log gates),
+    dL/d(tokens)), and dL/d(log|x0|) with ``return_grad_initial``; ``grad_final``: dL/d(final log|x|) per
+    sequence. One reverse scan; steps whose x is zero get 0. float32, float64."""
+    log_gates, tokens = _as_array(log_gates), _as_array(tokens)
+    x, grad_log_abs_x = _as_array(x), _as_array(grad_log_abs_x)
+    grad_log_gates, grad_tokens = _empty_like(log_gates), _empty_like(log_gates)
+    offsets = _offsets(cu_seqlens)
+    batch = tuple(_batch_shape(log_gates, dim, offsets))
+    grad_initial = _empty_like(log_gates, batch) if return_grad_initial else None
+    _ext.signed_log_linear_recurrence_backward(log_gates, tokens, x, grad_log_abs_x, grad_log_gates, grad_tokens, dim,
+                                               _per_sequence(initial, log_gates, batch + (2,), "initial"),
+                                               _per_sequence(grad_final, log_gates, batch, "grad_final"),
+                                               grad_initial, reverse, offsets, threads, _stream(log_gates, stream))
+    grads = (grad_log_gates, grad_tokens)
     return grads + (grad_initial,) if return_grad_initial else grads
 
 

@@ -44,8 +44,8 @@ template <class T>
 const parascan::options<T>& on_device(const parascan::host&, const parascan::options<T>& o) {
   return o;
 }
-template <class T>
-const parascan::backward_options<T>& on_device(const parascan::host&, const parascan::backward_options<T>& o) {
+template <class Y, class GY>
+const parascan::backward_options<Y, GY>& on_device(const parascan::host&, const parascan::backward_options<Y, GY>& o) {
   return o;
 }
 
@@ -99,6 +99,25 @@ void log_linear_recurrence_backward(const Exec& e, const sequences<const T>& la,
                                     const sequences<T>& dlb, const parascan::backward_options<T>& o) {
   parascan::log_linear_recurrence_backward(backend(e), on_device(e, la), on_device(e, lb), on_device(e, y),
                                            on_device(e, dy), on_device(e, dla), on_device(e, dlb), on_device(e, o));
+}
+
+template <class Exec, class T>
+void signed_log_linear_recurrence(const Exec& e, const sequences<const T>& la, const sequences<const T>& b,
+                                  const sequences<parascan::ops::signed_log<T>>& x,
+                                  const parascan::options<parascan::ops::signed_log<T>>& o) {
+  parascan::signed_log_linear_recurrence(backend(e), on_device(e, la), on_device(e, b), on_device(e, x),
+                                         on_device(e, o));
+}
+
+template <class Exec, class T>
+void signed_log_linear_recurrence_backward(const Exec& e, const sequences<const T>& la, const sequences<const T>& b,
+                                           const sequences<const parascan::ops::signed_log<T>>& x,
+                                           const sequences<const T>& dy, const sequences<T>& dla,
+                                           const sequences<T>& db,
+                                           const parascan::backward_options<parascan::ops::signed_log<T>, T>& o) {
+  parascan::signed_log_linear_recurrence_backward(backend(e), on_device(e, la), on_device(e, b), on_device(e, x),
+                                                  on_device(e, dy), on_device(e, dla), on_device(e, db),
+                                                  on_device(e, o));
 }
 
 // ---- Matrices and vectors as the extension lays them out: an N x N matrix row-major and contiguous, an

@@ -64,13 +64,13 @@ parascan::options<device_t<T>> on_device(const gpu&, const parascan::options<T>&
   d.final = reinterpret_cast<device_t<T>*>(o.final);
   return d;
 }
-template <class T>
-parascan::backward_options<device_t<T>> on_device(const gpu&, const parascan::backward_options<T>& o) {
-  parascan::backward_options<device_t<T>> d;
+template <class Y, class GY>
+parascan::backward_options<device_t<Y>, device_t<GY>> on_device(const gpu&, const parascan::backward_options<Y, GY>& o) {
+  parascan::backward_options<device_t<Y>, device_t<GY>> d;
   d.reverse = o.reverse, d.exclusive = o.exclusive;
-  d.initial = reinterpret_cast<const device_t<T>*>(o.initial);
-  d.grad_final = reinterpret_cast<const device_t<T>*>(o.grad_final);
-  d.grad_initial = reinterpret_cast<device_t<T>*>(o.grad_initial);
+  d.initial = reinterpret_cast<const device_t<Y>*>(o.initial);
+  d.grad_final = reinterpret_cast<const device_t<GY>*>(o.grad_final);
+  d.grad_initial = reinterpret_cast<device_t<GY>*>(o.grad_initial);
   return d;
 }
 

@@ -1,5 +1,5 @@
 // The GPU instantiations of the real one-input scans, logcumsumexp's backward and the log-space
-// recurrence (entries_gpu.hpp).
+// recurrences, positive and signed (entries_gpu.hpp).
 #include "entries_cuda.cuh"
 #include "entries_gpu.hpp"
 

@@ -18,7 +18,7 @@ void restore_device(int device) noexcept;
 // Storage types of the linear recurrence and its backward on the GPU.
 #define PYEXT_GPU_LINEAR_TYPES(X) \
   X(float) X(double) X(std::complex<float>) X(std::complex<double>) X(Eigen::bfloat16) X(Eigen::half)
-// Real types of the one-input scans, logcumsumexp's backward and the log-space recurrence.
+// Real types of the one-input scans, logcumsumexp's backward and the log-space recurrences.
 #define PYEXT_GPU_REAL_TYPES(X) X(float) X(double)
 
 // The GPU entries' explicit instantiations: with PREFIX `extern` their declarations (here, for
@@ -51,7 +51,15 @@ void restore_device(int device) noexcept;
   PREFIX template void pyext::log_linear_recurrence_backward<pyext::gpu, T>(                                     \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
       const parascan::sequences<const T>&, const parascan::sequences<const T>&, const parascan::sequences<T>&,   \
-      const parascan::sequences<T>&, const parascan::backward_options<T>&);
+      const parascan::sequences<T>&, const parascan::backward_options<T>&);                                     \
+  PREFIX template void pyext::signed_log_linear_recurrence<pyext::gpu, T>(                                       \
+      const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
+      const parascan::sequences<parascan::ops::signed_log<T>>&, const parascan::options<parascan::ops::signed_log<T>>&); \
+  PREFIX template void pyext::signed_log_linear_recurrence_backward<pyext::gpu, T>(                              \
+      const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
+      const parascan::sequences<const parascan::ops::signed_log<T>>&, const parascan::sequences<const T>&,       \
+      const parascan::sequences<T>&, const parascan::sequences<T>&,                                              \
+      const parascan::backward_options<parascan::ops::signed_log<T>, T>&);
 
 // Matrix sizes and scalars of the affine recurrence and the matrix chains (as dispatch_n in parascan_ext.cpp).
 #define PYEXT_GPU_MATRIX_SIZES(X, S) X(S, 2) X(S, 3) X(S, 4) X(S, 8) X(S, 16)

@@ -484,6 +484,75 @@ array_shape element_shape_of(const A& a, const std::string& name, int element_ax
   return s;
 }
 
+// ---- The signed log-space recurrence: x as (log|x|, sign) pairs, an array of the tokens' shape + (2,) ----
+
+/// The shape of an array of (log|x|, sign) pairs (its last axis, of 2) in whole pairs.
+template <class A>
+array_shape signed_log_shape_of(const A& a, const std::string& name) {
+  if (a.ndim() < 2 || a.shape(a.ndim() - 1) != 2)
+    parascan::detail::fail(name + ".shape", "(log|x|, sign) pairs: the tokens' shape + (2,)");
+  return element_shape_of(a, name, 1, 2);
+}
+
+void signed_log_linear_recurrence(const in_array& log_a, const in_array& b, const out_array& out, int dim,
+                                  const std::optional<in_array>& initial, const std::optional<out_array>& final,
+                                  bool reverse, bool exclusive, const std::optional<in_array>& cu_seqlens,
+                                  unsigned threads, std::uintptr_t stream) {
+  with_backend(log_a, "log_gates", threads, stream, [&](const auto& exec) {
+    dispatch_real(log_a, "log_gates", [&](auto tag) {
+      using T = decltype(tag);
+      using Y = parascan::ops::signed_log<T>;
+      require_dtype<T>(b, "tokens"), require_dtype<T>(out, "out");
+      const array_shape sx = signed_log_shape_of(out, "out");
+      const batch_plan plan = plan_batch(dim, {shape_of(log_a, "log_gates"), shape_of(b, "tokens"), sx}, cu_seqlens);
+      const auto x = view_at<Y>(out.data(), sx, plan);
+      const index_t values = x.count() * 2;  // a pair a sequence
+      parascan::options<Y> o;
+      o.reverse = reverse, o.exclusive = exclusive;
+      o.initial = reinterpret_cast<const Y*>(per_sequence<T>(initial, values, "initial"));
+      o.final = reinterpret_cast<Y*>(per_sequence<T>(final, values, "final"));
+      named({"log_gates", "tokens"}, [&] {
+        pyext::signed_log_linear_recurrence(exec, view_of<const T>(log_a, plan), view_of<const T>(b, plan), x, o);
+      });
+    });
+  });
+}
+
+void signed_log_linear_recurrence_backward(const in_array& log_a, const in_array& b, const in_array& x,
+                                           const in_array& grad_log_abs_x, const out_array& grad_log_a,
+                                           const out_array& grad_b, int dim, const std::optional<in_array>& initial,
+                                           const std::optional<in_array>& grad_final,
+                                           const std::optional<out_array>& grad_initial, bool reverse,
+                                           const std::optional<in_array>& cu_seqlens, unsigned threads,
+                                           std::uintptr_t stream) {
+  with_backend(log_a, "log_gates", threads, stream, [&](const auto& exec) {
+    dispatch_real(log_a, "log_gates", [&](auto tag) {
+      using T = decltype(tag);
+      using Y = parascan::ops::signed_log<T>;
+      require_dtype<T>(b, "tokens"), require_dtype<T>(x, "x"), require_dtype<T>(grad_log_abs_x, "grad_log_abs_x");
+      require_dtype<T>(grad_log_a, "grad_log_gates"), require_dtype<T>(grad_b, "grad_tokens");
+      const array_shape sx = signed_log_shape_of(x, "x");
+      const batch_plan plan = plan_batch(
+          dim,
+          {shape_of(log_a, "log_gates"), shape_of(b, "tokens"), sx, shape_of(grad_log_abs_x, "grad_log_abs_x"),
+           shape_of(grad_log_a, "grad_log_gates"), shape_of(grad_b, "grad_tokens")},
+          cu_seqlens);
+      const auto la = view_of<const T>(log_a, plan);
+      parascan::backward_options<Y, T> o;
+      o.reverse = reverse;
+      o.initial = reinterpret_cast<const Y*>(per_sequence<T>(initial, la.count() * 2, "initial"));
+      o.grad_final = per_sequence<T>(grad_final, la.count(), "grad_final");
+      o.grad_initial = per_sequence<T>(grad_initial, la.count(), "grad_initial");
+      // The adjoint scan's inputs: log a, x, x one step behind, b, grad_log_abs_x.
+      named({"log_gates", "x", "x", "tokens", "grad_log_abs_x"}, [&] {
+        pyext::signed_log_linear_recurrence_backward(exec, la, view_of<const T>(b, plan), view_at<const Y>(x.data(), sx, plan),
+                                                     view_of<const T>(grad_log_abs_x, plan), view_of<T>(grad_log_a, plan),
+                                                     view_of<T>(grad_b, plan), o);
+      });
+    });
+  });
+}
+
 /// Calls f(integral_constant<int, N>) for the matrix sizes this extension instantiates.
 template <class F>
 void dispatch_n(index_t n, const std::string& name, F&& f) {
@@ -693,6 +762,13 @@ NB_MODULE(_parascan, m) {
         nb::arg("log_x"), nb::arg("grad_log_x"), nb::arg("grad_log_gates"), nb::arg("grad_log_tokens"), nb::arg("dim"),
         nb::arg("initial").none(), nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"),
         nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
+  m.def("signed_log_linear_recurrence", &signed_log_linear_recurrence, nb::arg("log_gates"), nb::arg("tokens"),
+        nb::arg("out"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"),
+        nb::arg("exclusive"), nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
+  m.def("signed_log_linear_recurrence_backward", &signed_log_linear_recurrence_backward, nb::arg("log_gates"),
+        nb::arg("tokens"), nb::arg("x"), nb::arg("grad_log_abs_x"), nb::arg("grad_log_gates"), nb::arg("grad_tokens"),
+        nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_final").none(), nb::arg("grad_initial").none(),
+        nb::arg("reverse"), nb::arg("cu_seqlens").none(), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("affine_recurrence", &affine_recurrence, nb::arg("W"), nb::arg("b"), nb::arg("out"), nb::arg("dim"),
         nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
         nb::arg("threads"), nb::arg("stream") = 0);

@@ -266,6 +266,83 @@ def test_log_linear_recurrence_backward_against_finite_differences():
         assert abs((loss(la, lb, y0 + e0) - loss(la, lb, y0 - e0)) / (2 * h) - g_y0[1]) < 1e-6, SEED
 
 
+def signed_reference(log_a, b, x0=(-np.inf, 1.0)):
+    """fp64 (log|x|, sign) pairs of x[t] = exp(log_a[t]) x[t-1] + b[t] along the last axis, from one x0 pair."""
+    log_abs, sign = np.empty(log_a.shape), np.empty(log_a.shape)
+    for idx in np.ndindex(log_a.shape[:-1]):
+        ll, s = x0
+        for t in range(log_a.shape[-1]):
+            v = s * np.exp(log_a[idx + (t,)] + ll) + b[idx + (t,)]
+            ll, s = (np.log(abs(v)), -1.0 if v < 0 else 1.0) if v != 0 else (-np.inf, 1.0)
+            log_abs[idx + (t,)], sign[idx + (t,)] = ll, s
+    return log_abs, sign
+
+
+def test_signed_log_linear_recurrence_matches_the_linear_one():
+    for dtype in (np.float64, np.float32):
+        a, b = gates_tokens((3, 400), np.float64)
+        la = np.log(a).astype(dtype)
+        b = b.astype(dtype)
+        x, final = parascan.signed_log_linear_recurrence(la, b, initial=(np.log(2.0), -1.0), return_final=True)
+        assert x.shape == (3, 400, 2) and x.dtype == dtype and final.shape == (3, 2)
+        want = parascan.linear_recurrence(np.exp(la.astype(np.float64)), b.astype(np.float64), initial=-2.0)
+        size = reference(np.exp(la.astype(np.float64)), b.astype(np.float64), initial=-2.0)[1]
+        got = x[..., 1] * np.exp(x[..., 0].astype(np.float64))
+        assert np.max(np.abs(got - want) / size) <= 64 * EPS[dtype], SEED
+        assert np.array_equal(final, x[:, -1]), SEED
+        # reverse, over axis 0: the same as the forward of the flipped sequences
+        xr = parascan.signed_log_linear_recurrence(la.T, b.T, dim=0, reverse=True)
+        xf = parascan.signed_log_linear_recurrence(la[:, ::-1].copy(), b[:, ::-1].copy())
+        assert np.allclose(xr[::-1].transpose(1, 0, 2), xf, rtol=16 * EPS[dtype], atol=0), SEED
+    # Far beyond the float range, and signs: x = e^100 x[-1] - 1 from x[-1] = 1 (then e^100 (...) - 1).
+    x = parascan.signed_log_linear_recurrence(np.full(10, 100.0, np.float32), np.full(10, -1.0, np.float32),
+                                              initial=(0.0, 1.0))
+    assert np.allclose(x[:, 0], 100.0 * np.arange(1, 11), rtol=1e-6) and (x[:, 1] == 1).all()
+    # Exact cancellation is zero, (-inf, +1): 3, then 3 - 3.
+    x = parascan.signed_log_linear_recurrence(np.zeros(2), np.array([3.0, -3.0]))
+    assert x[1, 0] == -np.inf and x[1, 1] == 1.0
+
+
+def test_signed_log_linear_recurrence_packed_and_errors():
+    la, b = np.log(RNG.uniform(0.5, 1.0, (9, 3))), RNG.standard_normal((9, 3))
+    x = parascan.signed_log_linear_recurrence(la, b, dim=0, cu_seqlens=np.array([0, 4, 9]))
+    for lo, hi in ((0, 4), (4, 9)):
+        ref_abs, ref_sign = signed_reference(la[lo:hi].T, b[lo:hi].T)
+        assert np.allclose(x[lo:hi, :, 0], ref_abs.T, rtol=1e-13, atol=1e-13) and np.array_equal(x[lo:hi, :, 1],
+                                                                                                 ref_sign.T), SEED
+    out = np.zeros((9, 3, 3))
+    with pytest.raises(ValueError, match=r"out\.shape"):
+        parascan.signed_log_linear_recurrence(la, b, out=out)
+    assert (out == 0).all()
+    with pytest.raises(ValueError, match="initial"):
+        parascan.signed_log_linear_recurrence(la, b, initial=np.zeros((9, 3)))
+    with pytest.raises(ValueError, match="tokens"):
+        parascan.signed_log_linear_recurrence(la, b.astype(np.float32))
+
+
+def test_signed_log_linear_recurrence_backward_against_finite_differences():
+    la = -0.5 * RNG.random((2, 7))
+    b = 2 * RNG.standard_normal((2, 7))
+    x0 = np.stack([RNG.standard_normal(2), np.array([1.0, -1.0])], axis=-1)
+    w, wf = RNG.standard_normal((2, 7)), RNG.standard_normal(2)
+    for reverse in (False, True):
+        def loss(la_, b_, x0_):
+            x = parascan.signed_log_linear_recurrence(la_, b_, initial=x0_, reverse=reverse)
+            return np.sum(w * x[..., 0]) + np.sum(wf * x[:, 0 if reverse else -1, 0])
+        x = parascan.signed_log_linear_recurrence(la, b, initial=x0, reverse=reverse)
+        g_la, g_b, g_x0 = parascan.signed_log_linear_recurrence_backward(la, b, x, w, initial=x0, reverse=reverse,
+                                                                          grad_final=wf, return_grad_initial=True)
+        h = 1e-6
+        for t in (0, 3, 6):
+            e = np.zeros((2, 7))
+            e[1, t] = h
+            scale = 1 + abs(g_la[1, t]) + abs(g_b[1, t])
+            assert abs((loss(la + e, b, x0) - loss(la - e, b, x0)) / (2 * h) - g_la[1, t]) < 1e-6 * scale, SEED
+            assert abs((loss(la, b + e, x0) - loss(la, b - e, x0)) / (2 * h) - g_b[1, t]) < 1e-6 * scale, SEED
+        e0 = np.array([[0.0, 0.0], [h, 0.0]])
+        assert abs((loss(la, b, x0 + e0) - loss(la, b, x0 - e0)) / (2 * h) - g_x0[1]) < 1e-6 * (1 + abs(g_x0[1])), SEED
+
+
 def test_logcumsumexp_backward_against_finite_differences():
     x = RNG.standard_normal(9)
     x[3] = -np.inf
