@@ -1,8 +1,9 @@
-"""PyTorch integration: parascan's linear and affine recurrences, logcumsumexp and matrix chains as torch.library
-custom ops with fake (meta) implementations and autograd through their backward passes, so that they work
-under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks (eager calls on plain
-tensors run the same implementations through a torch.autograd.Function instead: the dispatcher's custom-op
-path costs several times the host time of a whole forward and backward, which short sequences notice); and
+"""PyTorch integration: parascan's linear, log-space and affine recurrences, logcumsumexp and matrix chains as
+torch.library custom ops with fake (meta) implementations and autograd through their backward passes, so that
+they work under autograd, gradcheck and torch.compile(fullgraph=True) without graph breaks (eager calls on
+plain tensors run the same implementations through a torch.autograd.Function instead: the dispatcher's
+custom-op path costs several times the host time of a whole forward and backward, which short sequences
+notice); and
 ``scan(gates, tokens)``, a drop-in for accelerated-scan's ``scan`` (same signature, any T, not only
 powers of two).
 
@@ -20,7 +21,8 @@ import torch
 
 from . import _TORCH_TYPES, _ext, _torch_current_stream
 
-__all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "matrix_chain", "matrix_chain_product", "scan"]
+__all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "log_linear_recurrence",
+           "signed_log_linear_recurrence", "matrix_chain", "matrix_chain_product", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
@@ -247,6 +249,148 @@ def logcumsumexp(x: torch.Tensor, dim: int = -1, reverse: bool = False) -> torch
     if not -x.dim() <= dim < x.dim():
         raise ValueError("parascan: dim: an axis of x (%d axes), got %d" % (x.dim(), dim))
     return _call(_logcumsumexp, _LogCumSumExp, x, dim % x.dim(), reverse)
+
+
+# The log-space recurrences: their backward passes read both inputs, the outputs and the initial state.
+def _log_space_setup(ctx, inputs, output):
+    log_gates, tokens, initial, dim, reverse = inputs
+    ctx.save_for_backward(log_gates, tokens, output, initial)
+    ctx.dim, ctx.reverse = dim, reverse
+
+
+def _log_space_gradient(backward):
+    def grad(ctx, grad_out):
+        log_gates, tokens, out, initial = ctx.saved_tensors
+        grad_log_gates, grad_tokens, grad_initial = backward(log_gates, tokens, out, grad_out, initial, ctx.dim,
+                                                             ctx.reverse)
+        return grad_log_gates, grad_tokens, (grad_initial if initial is not None else None), None, None
+    return grad
+
+
+def _log_linear_impl(log_gates: torch.Tensor, log_tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+                     reverse: bool) -> torch.Tensor:
+    y = torch.empty_like(log_tokens, memory_format=torch.contiguous_format)
+    _ext.log_linear_recurrence(_host(log_gates), _host(log_tokens), y, dim, _host(initial), None, reverse, False, None,
+                               0, _stream(log_tokens))
+    return y
+
+
+_log_linear = torch.library.custom_op("parascan::log_linear_recurrence", _log_linear_impl, mutates_args=())
+
+
+@_log_linear.register_fake
+def _(log_gates, log_tokens, initial, dim, reverse):
+    return torch.empty_like(log_tokens, memory_format=torch.contiguous_format)
+
+
+def _log_linear_backward_impl(log_gates: torch.Tensor, log_tokens: torch.Tensor, y: torch.Tensor,
+                              grad_y: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+                              reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    grad_log_gates = torch.empty_like(log_gates, memory_format=torch.contiguous_format)
+    grad_log_tokens = torch.empty_like(log_gates, memory_format=torch.contiguous_format)
+    grad_initial = log_gates.new_empty(_batch(log_gates, dim))
+    _ext.log_linear_recurrence_backward(_host(log_gates), _host(log_tokens), _host(y), _host(grad_y.contiguous()),
+                                        grad_log_gates, grad_log_tokens, dim, _host(initial), None, grad_initial,
+                                        reverse, None, 0, _stream(log_gates))
+    return grad_log_gates, grad_log_tokens, grad_initial
+
+
+_log_linear_backward = torch.library.custom_op("parascan::log_linear_recurrence_backward", _log_linear_backward_impl,
+                                               mutates_args=())
+
+
+@_log_linear_backward.register_fake
+def _(log_gates, log_tokens, y, grad_y, initial, dim, reverse):
+    return (torch.empty_like(log_gates, memory_format=torch.contiguous_format),
+            torch.empty_like(log_gates, memory_format=torch.contiguous_format),
+            log_gates.new_empty(_batch(log_gates, dim)))
+
+
+_log_linear.register_autograd(_log_space_gradient(_log_linear_backward), setup_context=_log_space_setup)
+_LogLinearRecurrence = _eager_function(_log_linear_impl, _log_space_setup,
+                                       _log_space_gradient(_log_linear_backward_impl))
+
+
+def _time_axis(x: torch.Tensor, dim: int, name: str) -> int:
+    if not -x.dim() <= dim < x.dim():
+        raise ValueError("parascan: dim: an axis of %s (%d axes), got %d" % (name, x.dim(), dim))
+    return dim % x.dim()
+
+
+def log_linear_recurrence(log_gates: torch.Tensor, log_tokens: torch.Tensor, dim: int = -1,
+                          initial: Optional[torch.Tensor] = None, reverse: bool = False) -> torch.Tensor:
+    """log x[t] for x[t] = a[t] x[t-1] + b[t] with a, b > 0 given as their logs (-inf for zero), along
+    ``dim``, computed in log space (no overflow); log x[-1] = ``initial`` (the batch shape, default x[-1] =
+    0); differentiable in both inputs and initial (one reverse scan whose gates are x's carried shares, in
+    [0, 1]). float32, float64."""
+    dim = _time_axis(log_tokens, dim, "log_tokens")
+    if initial is not None:
+        initial = initial.to(dtype=log_tokens.dtype).expand(_batch(log_tokens, dim)).contiguous()
+    return _call(_log_linear, _LogLinearRecurrence, log_gates, log_tokens, initial, dim, reverse)
+
+
+def _signed_log_linear_impl(log_gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+                            reverse: bool) -> torch.Tensor:
+    x = tokens.new_empty(tuple(tokens.shape) + (2,))
+    _ext.signed_log_linear_recurrence(_host(log_gates), _host(tokens), x, dim, _host(initial), None, reverse, False,
+                                      None, 0, _stream(tokens))
+    return x
+
+
+_signed_log_linear = torch.library.custom_op("parascan::signed_log_linear_recurrence", _signed_log_linear_impl,
+                                             mutates_args=())
+
+
+@_signed_log_linear.register_fake
+def _(log_gates, tokens, initial, dim, reverse):
+    return tokens.new_empty(tuple(tokens.shape) + (2,))
+
+
+def _signed_log_linear_backward_impl(log_gates: torch.Tensor, tokens: torch.Tensor, x: torch.Tensor,
+                                     grad_x: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
+                                     reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    # Only grad_x[..., 0], dL/d(log|x|), flows back (an output's sign is piecewise constant). The forward
+    # reads an initial pair as the number sign exp(log|x0|), so its gradient is (g, sign g), g = dL/d(log|x0|).
+    grad_log_gates = torch.empty_like(log_gates, memory_format=torch.contiguous_format)
+    grad_tokens = torch.empty_like(log_gates, memory_format=torch.contiguous_format)
+    grad_initial = log_gates.new_empty(_batch(log_gates, dim) + [2])
+    grad_log_abs = log_gates.new_empty(_batch(log_gates, dim))
+    _ext.signed_log_linear_recurrence_backward(_host(log_gates), _host(tokens), _host(x),
+                                               _host(grad_x[..., 0].contiguous()), grad_log_gates, grad_tokens, dim,
+                                               _host(initial), None, grad_log_abs, reverse, None, 0,
+                                               _stream(log_gates))
+    grad_initial[..., 0] = grad_log_abs
+    grad_initial[..., 1] = 0 if initial is None else grad_log_abs * initial[..., 1]
+    return grad_log_gates, grad_tokens, grad_initial
+
+
+_signed_log_linear_backward = torch.library.custom_op("parascan::signed_log_linear_recurrence_backward",
+                                                      _signed_log_linear_backward_impl, mutates_args=())
+
+
+@_signed_log_linear_backward.register_fake
+def _(log_gates, tokens, x, grad_x, initial, dim, reverse):
+    return (torch.empty_like(log_gates, memory_format=torch.contiguous_format),
+            torch.empty_like(log_gates, memory_format=torch.contiguous_format),
+            log_gates.new_empty(_batch(log_gates, dim) + [2]))
+
+
+_signed_log_linear.register_autograd(_log_space_gradient(_signed_log_linear_backward), setup_context=_log_space_setup)
+_SignedLogLinearRecurrence = _eager_function(_signed_log_linear_impl, _log_space_setup,
+                                             _log_space_gradient(_signed_log_linear_backward_impl))
+
+
+def signed_log_linear_recurrence(log_gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
+                                 initial: Optional[torch.Tensor] = None, reverse: bool = False) -> torch.Tensor:
+    """x[t] = a[t] x[t-1] + b[t] for a > 0 given as log a and tokens b of any sign, along ``dim``, in log
+    space: x as (log|x|, sign) pairs, a tensor of the tokens' shape + (2,) (x = sign * exp(log|x|), zero as
+    (-inf, 1)); x[-1] = ``initial`` pairs (the batch shape + (2,), default 0, read as the number
+    sign * exp(log|x0|)). Differentiable in log_gates, tokens and initial through log|x| (an output's sign
+    is piecewise constant), so through x = sign * exp(log|x|) too. float32, float64."""
+    dim = _time_axis(tokens, dim, "tokens")
+    if initial is not None:
+        initial = initial.to(dtype=tokens.dtype).expand(_batch(tokens, dim) + [2]).contiguous()
+    return _call(_signed_log_linear, _SignedLogLinearRecurrence, log_gates, tokens, initial, dim, reverse)
 
 
 def _matrix_chain_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:

@@ -203,3 +203,51 @@ def test_recompute_gives_the_same_gradients_and_saves_no_output():
     wa, wb = torch.autograd.grad(pt.linear_recurrence(a, b).square().sum(), (a, b))
     torch.testing.assert_close(ga, wa)
     torch.testing.assert_close(gb, wb)
+
+
+def test_log_linear_recurrence_op_gradcheck_and_compile():
+    la = (torch.rand((2, 9, 3), generator=GEN, dtype=torch.float64) * -0.5).requires_grad_()
+    lb = torch.randn((2, 9, 3), generator=GEN, dtype=torch.float64).requires_grad_()
+    y0 = torch.randn((2, 3), generator=GEN, dtype=torch.float64).requires_grad_()
+    for reverse in (False, True):
+        y = pt.log_linear_recurrence(la, lb, dim=1, initial=y0, reverse=reverse)
+        want = parascan.log_linear_recurrence(la.detach(), lb.detach(), dim=1, initial=y0.detach(), reverse=reverse)
+        assert torch.equal(y.detach(), want), SEED
+        assert torch.autograd.gradcheck(
+            lambda u, v, i: pt.log_linear_recurrence(u, v, dim=1, initial=i, reverse=reverse), (la, lb, y0)), SEED
+    # Far beyond the float range in linear space: log x grows by 100 a step, and its gradient stays finite.
+    big = torch.full((10,), 100.0, dtype=torch.float32, requires_grad=True)
+    pt.log_linear_recurrence(big, torch.zeros(10)).sum().backward()
+    assert torch.isfinite(big.grad).all(), SEED
+    torch.library.opcheck(torch.ops.parascan.log_linear_recurrence.default,
+                          (la.detach().requires_grad_(), lb.detach(), y0.detach(), 1, False))
+    compiled = torch.compile(lambda u, v: pt.log_linear_recurrence(u, v, dim=1).sum(), fullgraph=True)
+    assert torch.allclose(compiled(la.detach(), lb.detach()),
+                          pt.log_linear_recurrence(la.detach(), lb.detach(), dim=1).sum()), SEED
+
+
+def test_signed_log_linear_recurrence_op_gradcheck_and_compile():
+    la = (torch.rand((2, 9, 3), generator=GEN, dtype=torch.float64) * -0.5).requires_grad_()
+    b = torch.randn((2, 9, 3), generator=GEN, dtype=torch.float64).requires_grad_()
+    x0 = torch.stack([torch.randn((2, 3), generator=GEN, dtype=torch.float64),
+                      torch.sign(torch.randn((2, 3), generator=GEN, dtype=torch.float64))], dim=-1).requires_grad_()
+    for reverse in (False, True):
+        x = pt.signed_log_linear_recurrence(la, b, dim=1, initial=x0, reverse=reverse)
+        assert x.shape == (2, 9, 3, 2), SEED
+        want = parascan.signed_log_linear_recurrence(la.detach(), b.detach(), dim=1, initial=x0.detach(),
+                                                     reverse=reverse)
+        assert torch.equal(x.detach(), want), SEED
+        # Through log|x| and through x itself (x = sign exp(log|x|): autograd passes x dL/dx to log|x|).
+        assert torch.autograd.gradcheck(
+            lambda u, v, i: pt.signed_log_linear_recurrence(u, v, dim=1, initial=i, reverse=reverse)[..., 0],
+            (la, b, x0)), SEED
+        value = lambda u, v: (lambda p: p[..., 1] * p[..., 0].exp())(  # noqa: E731
+            pt.signed_log_linear_recurrence(u, v, dim=1, reverse=reverse))
+        assert torch.autograd.gradcheck(value, (la, b)), SEED
+        linear = pt.linear_recurrence(la.exp(), b, dim=1, reverse=reverse)
+        assert torch.allclose(value(la, b), linear), SEED
+    torch.library.opcheck(torch.ops.parascan.signed_log_linear_recurrence.default,
+                          (la.detach().requires_grad_(), b.detach(), x0.detach(), 1, False))
+    compiled = torch.compile(lambda u, v: pt.signed_log_linear_recurrence(u, v, dim=1)[..., 0].sum(), fullgraph=True)
+    assert torch.allclose(compiled(la.detach(), b.detach()),
+                          pt.signed_log_linear_recurrence(la.detach(), b.detach(), dim=1)[..., 0].sum()), SEED
