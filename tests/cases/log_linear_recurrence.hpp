@@ -395,11 +395,12 @@ TEST_CASE("signed_log_linear_recurrence_backward: the adjoint reference against 
 }
 
 TEST_CASE("signed_log_linear_recurrence_backward: fp32 and fp64, both input forms, every layout and option") {
-  // As the positive adjoint's bound; the shares r may exceed 1 near a zero crossing, and the norm of the
-  // scales grows with them.
-  check_signed_backward<float, true>(64 * ptest::eps_of<float>());
-  check_signed_backward<float, false>(64 * ptest::eps_of<float>());
-  check_signed_backward<double, true>(64 * ptest::eps_of<double>());
+  // Each share r = exp(log|a| + log|x[t-1]| - log|x[t]|) rounds an ulp of its argument's terms, as the
+  // positive adjoint's; near-cancellations push log|x| further down (|log|x|| up to ~20 here), so twice
+  // its bound (the worst of 20 fp32 runs: 21 eps).
+  check_signed_backward<float, true>(128 * ptest::eps_of<float>());
+  check_signed_backward<float, false>(128 * ptest::eps_of<float>());
+  check_signed_backward<double, true>(128 * ptest::eps_of<double>());
 }
 
 TEST_CASE("log_linear_recurrence_backward: the adjoint reference against central differences (fp64)") {
