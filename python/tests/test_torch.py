@@ -227,10 +227,16 @@ def test_log_linear_recurrence_op_gradcheck_and_compile():
 
 
 def test_signed_log_linear_recurrence_op_gradcheck_and_compile():
-    la = (torch.rand((2, 9, 3), generator=GEN, dtype=torch.float64) * -0.5).requires_grad_()
-    b = torch.randn((2, 9, 3), generator=GEN, dtype=torch.float64).requires_grad_()
-    x0 = torch.stack([torch.randn((2, 3), generator=GEN, dtype=torch.float64),
-                      torch.sign(torch.randn((2, 3), generator=GEN, dtype=torch.float64))], dim=-1).requires_grad_()
+    # Inputs whose x stays clear of zero both ways (|x| >= 0.05), where gradcheck's differences can measure.
+    while True:
+        la = torch.rand((2, 9, 3), generator=GEN, dtype=torch.float64) * -0.5
+        b = torch.randn((2, 9, 3), generator=GEN, dtype=torch.float64)
+        x0 = torch.stack([torch.randn((2, 3), generator=GEN, dtype=torch.float64),
+                          torch.sign(torch.randn((2, 3), generator=GEN, dtype=torch.float64))], dim=-1)
+        if all(bool((pt.signed_log_linear_recurrence(la, b, dim=1, initial=i, reverse=r)[..., 0] >= -3.0).all())
+               for r in (False, True) for i in (x0, None)):  # log 0.05 = -3.0
+            break
+    la, b, x0 = la.requires_grad_(), b.requires_grad_(), x0.requires_grad_()
     for reverse in (False, True):
         x = pt.signed_log_linear_recurrence(la, b, dim=1, initial=x0, reverse=reverse)
         assert x.shape == (2, 9, 3, 2), SEED

@@ -1,6 +1,8 @@
 // Cases for ops/log_linear_recurrence.hpp: the positive and the signed log-space recurrences against fp64
 // log-space references, over a dynamic range far beyond fp32 (log x drifts to ~ +500 over 100003 steps),
 // with exact zeros (log 0 = -inf) and exact cancellations; special values; the operator laws.
+#include <algorithm>
+
 #include <parascan/ops/log_linear_recurrence.hpp>
 
 #include "support/laws.hpp"
@@ -368,11 +370,19 @@ TEST_CASE("signed_log_linear_recurrence_backward: the adjoint reference against 
   const int n = 9;
   ptest::fast_random g;
   std::vector<double> la(n), sa(n), lb(n), sb(n), w(n);
-  for (int p = 0; p < n; ++p) {
-    la[p] = g.uniform(-1, 0.2), sa[p] = random_sign(g, 0.3), lb[p] = g.uniform(-2, 2), sb[p] = random_sign(g, 0.5);
-    w[p] = g.normal();
-  }
-  ref_signed x0{g.uniform(-2, 2), -1.0};
+  ref_signed x0{0, -1.0};
+  // Inputs whose x stays clear of zero (|x| >= 0.05): near a zero crossing log|x| is too curved for a
+  // difference step of 1e-6 to measure its derivative to 1e-6.
+  do {
+    for (int p = 0; p < n; ++p) {
+      la[p] = g.uniform(-1, 0.2), sa[p] = random_sign(g, 0.3), lb[p] = g.uniform(-2, 2), sb[p] = random_sign(g, 0.5);
+      w[p] = g.normal();
+    }
+    x0.log_abs = g.uniform(-2, 2);
+  } while ([&] {
+    const auto x = signed_forward(la, sa, lb, sb, x0);
+    return std::any_of(x.begin(), x.end(), [](const ref_signed& v) { return v.log_abs < std::log(0.05); });
+  }());
   const double wf = g.normal();
   const auto loss = [&] {
     const std::vector<ref_signed> x = signed_forward(la, sa, lb, sb, x0);
@@ -401,6 +411,38 @@ TEST_CASE("signed_log_linear_recurrence_backward: fp32 and fp64, both input form
   check_signed_backward<float, true>(128 * ptest::eps_of<float>());
   check_signed_backward<float, false>(128 * ptest::eps_of<float>());
   check_signed_backward<double, true>(128 * ptest::eps_of<double>());
+  check_signed_backward<double, false>(128 * ptest::eps_of<double>());
+}
+
+TEST_CASE("signed_log_linear_recurrence_backward: no gradient is 0, also where x leaves the float range") {
+  // x = 1, e^-30, e^-60, ... (b = 1 then 0: 1 / x overflows fp32 from the fourth step, even computed as
+  // (h e^(-log|x| / 2)) e^(-log|x| / 2) from the seventh), a loss of log|x[0]| alone: h = 0 past step 0, so
+  // dL/db and dL/d(log a) are 0 there (not 0 * inf), in both input forms.
+  const index_t n = 10;
+  ptest::buffer<float> la(n, -30.0f), sa(n, 1.0f), b(n, 0.0f), lb(n, -INFINITY), sb(n, 1.0f), dy(n, 0.0f);
+  ptest::buffer<float> da(n), db(n);
+  ptest::buffer<signed_log<float>> x(n);
+  b.host[0] = 1.0f, lb.host[0] = 0.0f, dy.host[0] = 1.0f;
+  for (auto* buf : {&la, &sa, &b, &lb, &sb, &dy}) buf->upload();
+  const auto v = [&](auto& buf) { return parascan::single(buf.data(), n); };
+  parascan::signed_log_linear_recurrence(ptest::exec(), v(la), v(b), v(x));
+  for (const bool four_inputs : {false, true}) {
+    INFO((four_inputs ? "(log|a|, sign a, log|b|, sign b)" : "(log a, b)"));
+    ptest::fill(da, [] { return ptest::poison<float>(); });
+    ptest::fill(db, [] { return ptest::poison<float>(); });
+    if (four_inputs)
+      parascan::signed_log_linear_recurrence_backward(ptest::exec(), v(la), v(sa), v(lb), v(sb), v(x), v(dy), v(da),
+                                                      v(db));
+    else
+      parascan::signed_log_linear_recurrence_backward(ptest::exec(), v(la), v(b), v(x), v(dy), v(da), v(db));
+    da.download(), db.download();
+    CHECK(db.host[0] == doctest::Approx(1.0));  // dL/db[0] = dL/dx[0] = 1 / x[0]; dL/d(log|b[0]|) = b / x = 1
+    CHECK(da.host[0] == 0.0f);                  // x[-1] = 0
+    for (index_t t = 1; t < n; ++t) {
+      CHECK(da.host[t] == 0.0f);
+      CHECK(db.host[t] == 0.0f);
+    }
+  }
 }
 
 TEST_CASE("log_linear_recurrence_backward: the adjoint reference against central differences (fp64)") {

@@ -340,14 +340,40 @@ TEST_CASE_FIXTURE(fixture, "the signed log-space backward names its arguments, s
                                                   v(grad_a2, 0), v(b_values, 0));
   CHECK(b_values == grad_b);
   CHECK(grad_a1 == grad_a2);
-  parascan::backward_options<signed_log, float> reversed_exclusive;
-  reversed_exclusive.exclusive = true;
+  // The four-input form reads log|b| at the step it writes dL/d(log|b|) over it.
+  std::vector<float> log_b(8), signs(8), grad_log_b(8);
+  for (int t = 0; t < 8; ++t) log_b[t] = 0.25f * float(t) - 1.0f, signs[t] = t % 3 ? 1.0f : -1.0f;
+  parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), v(signs, 0), v(log_b, 0), v(signs, 0), v(x_pairs, 0),
+                                                  v(w, 0), v(grad_a1, 0), v(grad_log_b, 0));
+  parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), v(signs, 0), v(log_b, 0), v(signs, 0), v(x_pairs, 0),
+                                                  v(w, 0), v(grad_a2, 0), v(log_b, 0));
+  CHECK(log_b == grad_log_b);
+  CHECK(grad_a1 == grad_a2);
+
+  parascan::backward_options<signed_log, float> exclusive_forward;
+  exclusive_forward.exclusive = true;
   check_rejected(
       [&] {
         parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), v(lb, 0), v(xs, 0), v(y, 0), v(da, 0), v(db, 0),
-                                                        reversed_exclusive);
+                                                        exclusive_forward);
       },
       {"options.exclusive"}, guard);
+  // dL/d(log|x0|) may not land on an input the wrapper checks itself (b, the signs), and is named for it.
+  parascan::backward_options<signed_log, float> onto_b;
+  onto_b.grad_initial = lb.data() + 3;
+  guard.watch(lb);
+  check_rejected(
+      [&] {
+        parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), v(lb, 0), v(xs, 0), v(y, 0), v(da, 0), v(db, 0),
+                                                        onto_b);
+      },
+      {"options.grad_initial", "b"}, guard);
+  check_rejected(
+      [&] {
+        parascan::signed_log_linear_recurrence_backward(exec, v(x, 0), v(sa, 0), v(lb, 0), v(sb, 0), v(xs, 0), v(y, 0),
+                                                        v(da, 0), v(db, 0), onto_b);
+      },
+      {"options.grad_initial", "log_b"}, guard);
 }
 
 TEST_CASE("outputs interleaved with an input, sharing no element, are accepted and computed") {

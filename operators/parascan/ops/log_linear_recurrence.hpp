@@ -247,23 +247,25 @@ struct signed_log_linear_recurrence_adjoint {
     return lifted(carried_share(to_accumulator<S>(log_a), sign_of(sign_a), as_signed(y), as_signed(y_prev)),
                   to_accumulator<S>(dy));
   }
-  /// (dL/db[t], dL/d(log a[t])), for parascan::outputs(grad_b, grad_log_a).
+  /// (dL/db[t], dL/d(log a[t])), for parascan::outputs(grad_b, grad_log_a). No gradient reaching the step
+  /// (h = 0, as past the last step a loss reads) is 0 even where 1 / x[t] or r[t] overflow; h / x[t] is
+  /// h q q with q = exp(-log|x[t]| / 2), so that a small h over a tiny x[t] stays in range.
   template <class LA, class Y, class YP, class B, class G>
   PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const Y& y, const YP& y_prev, const B&,
                                     const G& dy) const {
     const signed_log<S> yt = as_signed(y);
-    if (yt.log_abs == -limits<S>::infinity()) return values(S(0), S(0));
     const S h = to_accumulator<S>(dy) + s.b;
-    return values(h * yt.sign * scan_exp(-yt.log_abs),
-                  h * carried_share(to_accumulator<S>(log_a), S(1), yt, as_signed(y_prev)));
+    if (yt.log_abs == -limits<S>::infinity() || h == S(0)) return values(S(0), S(0));
+    const S q = scan_exp(S(-0.5) * yt.log_abs);
+    return values(yt.sign * (h * q) * q, h * carried_share(to_accumulator<S>(log_a), S(1), yt, as_signed(y_prev)));
   }
   /// (dL/d(log|b[t]|), dL/d(log|a[t]|)), for parascan::outputs(grad_log_b, grad_log_a).
   template <class LA, class SA, class Y, class YP, class LB, class SB, class G>
   PARASCAN_HD value_pack<S, S> emit(const value_type& s, const LA& log_a, const SA& sign_a, const Y& y,
                                     const YP& y_prev, const LB& log_b, const SB& sign_b, const G& dy) const {
     const signed_log<S> yt = as_signed(y);
-    if (yt.log_abs == -limits<S>::infinity()) return values(S(0), S(0));
     const S h = to_accumulator<S>(dy) + s.b;
+    if (yt.log_abs == -limits<S>::infinity() || h == S(0)) return values(S(0), S(0));
     const S share_b = scan_exp(to_accumulator<S>(log_b) - yt.log_abs);
     return values(sign_of(sign_b) * yt.sign < S(0) ? -(h * share_b) : h * share_b,
                   h * carried_share(to_accumulator<S>(log_a), sign_of(sign_a), yt, as_signed(y_prev)));
@@ -309,17 +311,20 @@ void log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, const s
 
 namespace detail {
 /// A log-space backward's check of an input check_backward_call does not see: of the gates' shape, in the
-/// backend's memory, apart from both outputs but for exact in-place aliasing.
-template <class Exec, class LA, class In, class DA, class DB>
+/// backend's memory, apart from both outputs but for exact in-place aliasing (each step reads its inputs
+/// before it writes), and apart from opts.grad_initial.
+template <class Exec, class LA, class In, class DA, class DB, class Y, class GY>
 void check_backward_input(const Exec& exec, const sequences<LA>& log_a, const sequences<In>& input, const char* name,
                           const sequences<DA>& grad_a, const char* grad_a_name, const sequences<DB>& grad_b,
-                          const char* grad_b_name) {
+                          const char* grad_b_name, const backward_options<Y, GY>& opts) {
   std::vector<index_t> o0, o1, o2, o3;
   const auto v = host_readable(exec, input, o0);
   check_view(v, name);
   check_same_shape(v, host_readable(exec, log_a, o1), name);
   check_alias(v, host_readable(exec, grad_a, o2), name, grad_a_name);
   check_alias(v, host_readable(exec, grad_b, o3), name, grad_b_name);
+  if (span_of(opts.grad_initial, log_a.count()).overlaps(span_of(v)))
+    fail("options.grad_initial", std::string("no overlap with ") + name);
   if (log_a.count() > 0 && time_extent(v) > 0) require_backend_memory(exec, input.data, std::string(name) + ".data");
 }
 }  // namespace detail
@@ -340,7 +345,7 @@ void log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a
                                     const backward_options<Acc>& opts = {}) {
   detail::check_backward_call(exec, log_a, log_x, grad_log_x, grad_log_a, &grad_log_b, opts,
                               {"log_a", "log_x", "grad_log_x", "grad_log_a", "grad_log_b"});
-  detail::check_backward_input(exec, log_a, log_b, "log_b", grad_log_a, "grad_log_a", grad_log_b, "grad_log_b");
+  detail::check_backward_input(exec, log_a, log_b, "log_b", grad_log_a, "grad_log_a", grad_log_b, "grad_log_b", opts);
   const ops::log_linear_recurrence_adjoint<Acc> adjoint;
   const auto y_prev =
       parascan::shifted(log_x, previous_step(opts), std::remove_const_t<Y>(-limits<Acc>::infinity()), opts.initial);
@@ -373,8 +378,8 @@ void signed_log_linear_recurrence(const Exec& exec, const sequences<LA>& log_a, 
 /// each output alone): grad_log_a = dL/d(log a), grad_b = dL/db (= dL/dx[t]: beyond the float range
 /// where |x[t]| is tiny); opts.grad_final adds dL/d(final log|x|), opts.grad_initial receives dL/d(log|x0|)
 /// (x0 = opts.initial, as in the forward). One reverse scan (ops::signed_log_linear_recurrence_adjoint).
-/// Steps whose output is zero get 0. All views share one shape; outputs apart from every input but b
-/// (grad_b may be b itself).
+/// Steps whose output is zero, or that no gradient reaches, get 0. All views share one shape; outputs
+/// apart from every input but b, which either may be exactly (in place).
 template <class Policy = use_default_policy, class Exec, class LA, class B, class Y, class G, class DA, class DB,
           class S = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<B>, std::remove_const_t<G>>>
 void signed_log_linear_recurrence_backward(const Exec& exec, const sequences<LA>& log_a, const sequences<B>& b,
@@ -383,7 +388,7 @@ void signed_log_linear_recurrence_backward(const Exec& exec, const sequences<LA>
                                            const backward_options<ops::signed_log<S>, S>& opts = {}) {
   detail::check_backward_call(exec, log_a, x, grad_log_abs_x, grad_log_a, &grad_b, opts,
                               {"log_a", "x", "grad_log_abs_x", "grad_log_a", "grad_b"});
-  detail::check_backward_input(exec, log_a, b, "b", grad_log_a, "grad_log_a", grad_b, "grad_b");
+  detail::check_backward_input(exec, log_a, b, "b", grad_log_a, "grad_log_a", grad_b, "grad_b", opts);
   const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<Y>{-limits<S>::infinity(), S(1)},
                                         opts.initial);
   prefix_scan<Policy>(exec, ops::signed_log_linear_recurrence_adjoint<S>{},
@@ -392,7 +397,7 @@ void signed_log_linear_recurrence_backward(const Exec& exec, const sequences<LA>
 }
 
 /// The same for the four-input form (log|a|, sign a, log|b|, sign b): grad_log_a = dL/d(log|a|),
-/// grad_log_b = dL/d(log|b|) (grad_log_b may be log_b itself).
+/// grad_log_b = dL/d(log|b|); either output may be exactly sign_a, log_b or sign_b (in place).
 template <class Policy = use_default_policy, class Exec, class LA, class SA, class LB, class SB, class Y, class G,
           class DA, class DB,
           class S = ops::common_accumulator_t<std::remove_const_t<LA>, std::remove_const_t<LB>, std::remove_const_t<G>>>
@@ -404,7 +409,7 @@ void signed_log_linear_recurrence_backward(const Exec& exec, const sequences<LA>
   detail::check_backward_call(exec, log_a, x, grad_log_abs_x, grad_log_a, &grad_log_b, opts,
                               {"log_a", "x", "grad_log_abs_x", "grad_log_a", "grad_log_b"});
   const auto input = [&](const auto& view, const char* name) {
-    detail::check_backward_input(exec, log_a, view, name, grad_log_a, "grad_log_a", grad_log_b, "grad_log_b");
+    detail::check_backward_input(exec, log_a, view, name, grad_log_a, "grad_log_a", grad_log_b, "grad_log_b", opts);
   };
   input(sign_a, "sign_a"), input(log_b, "log_b"), input(sign_b, "sign_b");
   const auto x_prev = parascan::shifted(x, previous_step(opts), std::remove_const_t<Y>{-limits<S>::infinity(), S(1)},
