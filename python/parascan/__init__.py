@@ -318,7 +318,7 @@ def signed_log_linear_recurrence_backward(log_gates, tokens, x, grad_log_abs_x, 
     the log-magnitudes log|x| (x[..., 0]; a sign has none, and for a loss of x itself pass x dL/dx) from
     the inputs, the forward's pairs x and grad_log_abs_x = dL/d(log|x|): returns (dL/d(log gates),
     dL/d(tokens)), and dL/d(log|x0|) with ``return_grad_initial``; ``grad_final``: dL/d(final log|x|) per
-    sequence. One reverse scan; steps whose x is zero get 0. float32, float64."""
+    sequence. One reverse scan; steps whose x is zero, or that no gradient reaches, get 0. float32, float64."""
     log_gates, tokens = _as_array(log_gates), _as_array(tokens)
     x, grad_log_abs_x = _as_array(x), _as_array(grad_log_abs_x)
     grad_log_gates, grad_tokens = _empty_like(log_gates), _empty_like(log_gates)

@@ -65,7 +65,8 @@ parascan::options<device_t<T>> on_device(const gpu&, const parascan::options<T>&
   return d;
 }
 template <class Y, class GY>
-parascan::backward_options<device_t<Y>, device_t<GY>> on_device(const gpu&, const parascan::backward_options<Y, GY>& o) {
+parascan::backward_options<device_t<Y>, device_t<GY>> on_device(const gpu&,
+                                                                  const parascan::backward_options<Y, GY>& o) {
   parascan::backward_options<device_t<Y>, device_t<GY>> d;
   d.reverse = o.reverse, d.exclusive = o.exclusive;
   d.initial = reinterpret_cast<const device_t<Y>*>(o.initial);

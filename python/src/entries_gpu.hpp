@@ -54,7 +54,8 @@ void restore_device(int device) noexcept;
       const parascan::sequences<T>&, const parascan::backward_options<T>&);                                     \
   PREFIX template void pyext::signed_log_linear_recurrence<pyext::gpu, T>(                                       \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
-      const parascan::sequences<parascan::ops::signed_log<T>>&, const parascan::options<parascan::ops::signed_log<T>>&); \
+      const parascan::sequences<parascan::ops::signed_log<T>>&,                                                 \
+      const parascan::options<parascan::ops::signed_log<T>>&);                                                   \
   PREFIX template void pyext::signed_log_linear_recurrence_backward<pyext::gpu, T>(                              \
       const pyext::gpu&, const parascan::sequences<const T>&, const parascan::sequences<const T>&,               \
       const parascan::sequences<const parascan::ops::signed_log<T>>&, const parascan::sequences<const T>&,       \

@@ -545,9 +545,10 @@ void signed_log_linear_recurrence_backward(const in_array& log_a, const in_array
       o.grad_initial = per_sequence<T>(grad_initial, la.count(), "grad_initial");
       // The adjoint scan's inputs: log a, x, x one step behind, b, grad_log_abs_x.
       named({"log_gates", "x", "x", "tokens", "grad_log_abs_x"}, [&] {
-        pyext::signed_log_linear_recurrence_backward(exec, la, view_of<const T>(b, plan), view_at<const Y>(x.data(), sx, plan),
-                                                     view_of<const T>(grad_log_abs_x, plan), view_of<T>(grad_log_a, plan),
-                                                     view_of<T>(grad_b, plan), o);
+        pyext::signed_log_linear_recurrence_backward(exec, la, view_of<const T>(b, plan),
+                                                     view_at<const Y>(x.data(), sx, plan),
+                                                     view_of<const T>(grad_log_abs_x, plan),
+                                                     view_of<T>(grad_log_a, plan), view_of<T>(grad_b, plan), o);
       });
     });
   });

@@ -260,7 +260,8 @@ struct signed_adjoint_reference {
       const double h = dy[p] + carried, hs = std::abs(dy[p]) + carried_scale;
       const ref_signed before = p == 0 ? x0 : x[p - 1];
       const double r = sa[p] * before.sign * x[p].sign * std::exp(la[p] + before.log_abs - x[p].log_abs);
-      const double w = value_b ? x[p].sign * std::exp(-x[p].log_abs) : sb[p] * x[p].sign * std::exp(lb[p] - x[p].log_abs);
+      const double w =
+          value_b ? x[p].sign * std::exp(-x[p].log_abs) : sb[p] * x[p].sign * std::exp(lb[p] - x[p].log_abs);
       db[p] = h * w, scale_b[p] = hs * std::abs(w);
       da[p] = h * r, scale_a[p] = hs * std::abs(r);
       carried = r * h, carried_scale = std::abs(r) * hs;
