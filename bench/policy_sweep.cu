@@ -2,7 +2,8 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, bf16, scalar, complex; one executable each, built in parallel)
+//   parascan_policy_sweep_<part>      (part: pair, bf16, scalar, scalar_stream, complex, short; one executable
+//   each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 
@@ -103,10 +104,22 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   };
   const auto one = [&](auto policy) {
     using P = decltype(policy);
+    const long long streamed = parascan::engine::stream_launches().load();
     const double ms = median_ms([&] { run(policy); });
-    std::printf("%-10s T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n", what,
-                T, combine_name(P::combine), P::threads, P::items, P::min_blocks,
-                P::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+    bool printed = false;
+    if constexpr (parascan::detail::has_stream_policy<P>::value) {
+      if (parascan::engine::stream_launches().load() != streamed) {  // the streamed_ladder's rung ran
+        using S = typename P::stream_policy;
+        std::printf("%-10s T=%-6ld stream threads %4d items %2d min_blocks %2d: %8.4f ms %6.1f%% of copy\n", what,
+                    T, S::threads, S::items, S::min_blocks, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+        printed = true;
+      }
+    }
+    if (!printed) {
+      std::printf("%-10s T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n",
+                  what, T, combine_name(P::combine), P::threads, P::items, P::min_blocks, P::stages, ms,
+                  100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+    }
     std::fflush(stdout);
   };
   (one(Policies{}), ...);
@@ -167,6 +180,25 @@ int main() {
         tag<cuda_policy<64, 8, wrp, 16, 3>>{}, tag<cuda_policy<128, 4, blk, 8, 3>>{},
         tag<cuda_policy<128, 8, blk, 8, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 4>>{},
         tag<cuda_policy<256, 8, blk, 4, 3>>{});
+#elif defined(SWEEP_SCALAR_STREAM)
+  // Streamed cumsum (a block a sequence) from 2048 steps: the tile's threads x items and resident blocks,
+  // spills allowed (64 bytes) so that every candidate runs; the warps below 2048 steps.
+  using parascan::sm90_tuning::scalar_warps;
+  using parascan::sm90_tuning::stream;
+  using parascan::stream_rung;
+  using parascan::streamed_ladder;
+  for (long T : {4096L, 16384L, 65536L})
+    sweep<parascan::ops::sum<float>, float, float, float>(
+        "fp32 sum", T, 8.0, tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 4, 4>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 4, 2>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 8, 8>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 4>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 3>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 8, 6>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 8, 2>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 2>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 16, 4>, 64>>>{},
+        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 4, 1>, 64>>>{});
 #else
   using c64 = cuda::std::complex<float>;
   for (long T : {1024L, 4096L, 65536L})
