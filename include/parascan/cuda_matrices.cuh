@@ -5,4 +5,5 @@
 
 #include "cuda.cuh"
 #include "cuda/cublas_chain.cuh"
+#include "cuda/cublas_chain_backward.cuh"
 #include <parascan/ops/runtime_matrix_chain.hpp>

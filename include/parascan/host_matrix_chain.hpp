@@ -139,7 +139,65 @@ void run_host_chains(const host& exec, const host_chain_call<S>& call, S* where,
   for (index_t s = 0; s < count; ++s) call.finish(state[std::size_t(s * parts + parts - 1)], s, where, where_storage);
 }
 
+/// One chain's backward pass (chain_backward, left_to_right), in scan order p (the forward's). With L[p] the
+/// product before step p (the initial matrix or I at p = 0) and R[p] the gradient that reaches product p
+/// from the loss, R[p] = G[p] + R[p + 1] M[p + 1]^T (R[n - 1] = G[n - 1] + dL/d(final)), each factor's
+/// gradient is L[p]^T R[p] and the initial matrix's R[0] M[0]^T. A prefix's G[p] is dL/dout[p] (an
+/// exclusive scan's out[p + 1]: its out[p] is L[p]); a reduction has only dL/d(result), and its L[p] is
+/// first written into grad_in (read back before that step's gradient replaces it).
+template <class S>
+void chain_backward_on_host(const chain_backward<S>& c, index_t s) {
+  using matrix = dynamic_matrix<S>;
+  const index_t n = c.in.length(), N = c.in.size;
+  const auto& o = c.opts;
+  const auto time = [&](index_t p) { return time_of(p, n, o.reverse); };
+  const auto read = [&](const auto& view, index_t p) {
+    matrix m;
+    with_matrix(&view.at(s, time(p), 0, 0), N, view.ld, view.storage, [&](const auto& x) { m = x; });
+    return m;
+  };
+  const auto read_dense = [&](const S* base, matrix& m) {
+    if (base != nullptr) with_matrix(base + s * N * N, N, N, c.dense_storage, [&](const auto& x) { m += x; });
+  };
+  const auto write = [&](const matrix& m, index_t p) {
+    with_matrix(&c.grad_in.at(s, time(p), 0, 0), N, c.grad_in.ld, c.grad_in.storage, [&](auto&& y) { y = m; });
+  };
+  matrix initial = o.initial != nullptr ? matrix(matrix::Zero(N, N)) : matrix(matrix::Identity(N, N));
+  read_dense(o.initial, initial);
+  if (!c.prefix) {  // the products before each step
+    matrix before = initial;
+    for (index_t p = 0; p < n; ++p) {
+      write(before, p);
+      before = before * read(c.in, p);
+    }
+  }
+  // The gradient reaching the product of step p from the outputs: an exclusive scan's out[p + 1].
+  const index_t lag = o.exclusive ? 1 : 0;
+  matrix r = matrix::Zero(N, N);
+  read_dense(c.prefix ? o.grad_final : c.grad_result, r);
+  for (index_t p = n - 1; p >= 0; --p) {
+    if (p < n - 1) r = (r * read(c.in, p + 1).transpose()).eval();
+    if (c.prefix && p + lag < n) r += read(c.grad_out, p + lag);
+    const matrix before = !c.prefix ? read(c.grad_in, p) : o.exclusive ? read(c.out, p)
+                          : p > 0                        ? read(c.out, p - 1)
+                                                         : initial;
+    write(before.transpose() * r, p);
+  }
+  if (o.grad_initial == nullptr) return;
+  if (n > 0) r = (r * read(c.in, 0).transpose()).eval();
+  if (c.prefix && o.exclusive && n > 0) r += read(c.grad_out, 0);
+  with_matrix(o.grad_initial + s * N * N, N, N, c.dense_storage, [&](auto&& y) { y = r; });
+}
+
 }  // namespace detail
+
+/// matrix_chain_backward and matrix_chain_product_backward on the host (ops/runtime_matrix_chain.hpp, once
+/// the arguments are checked): each chain's recurrence in a loop, threads over chains.
+template <class S>
+void run_matrix_chain_backward(const host& exec, const detail::chain_backward<S>& call) {
+  detail::parallel_sequences(detail::host_threads(exec), call.in.count(),
+                             [&](index_t s) { detail::chain_backward_on_host(call, s); });
+}
 
 /// matrix_chain on the host (called by ops/runtime_matrix_chain.hpp once the arguments are checked).
 template <class S>

@@ -53,6 +53,17 @@ struct matrix_sequences {
   }
 };
 
+/// The other storage order: the same scalars read as the transpose.
+PARASCAN_HD inline matrix_storage transposed(matrix_storage storage) {
+  return storage == matrix_storage::row_major ? matrix_storage::column_major : matrix_storage::row_major;
+}
+
+/// The same matrices read as their transposes (the other storage order over the same scalars).
+template <class S>
+matrix_sequences<S> transposed(const matrix_sequences<S>& v) {
+  return {v.origins, v.size, v.ld, transposed(v.storage)};
+}
+
 /// A contiguous (B, T, N, N) tensor: B chains of T dense N x N matrices (row-major by default, as a
 /// contiguous PyTorch or NumPy array of that shape).
 template <class S>
@@ -75,5 +86,43 @@ template <class S>
 struct matrix_options : options<S> {
   matrix_math math = matrix_math::exact;
 };
+
+/// Options of a runtime-size chain's backward pass (matrix_chain_backward, matrix_chain_product_backward):
+/// those of every backward pass (options.hpp: how the forward ran, its initial matrices, dL/d(final),
+/// where dL/d(initial) goes), each one dense N x N matrix a chain, plus the GPU's arithmetic.
+template <class S>
+struct matrix_backward_options : backward_options<S> {
+  matrix_math math = matrix_math::exact;
+};
+
+namespace detail {
+
+/// One backward call of a runtime-size chain (ops/runtime_matrix_chain.hpp), checked, as the backends get
+/// it: in the order left_to_right (a right_to_left call arrives with every view and dense matrix read
+/// transposed: (M[t] ... M[0])^T = M[0]^T ... M[t]^T).
+/// Prefix (matrix_chain_backward): `out` and `grad_out` set, `grad_result` null; reduction
+/// (matrix_chain_product_backward): the reverse. Dense per-chain matrices (options.initial, grad_final,
+/// grad_initial, grad_result) are stored as `dense_storage`: like out (prefix) or in (reduction).
+template <class S>
+struct chain_backward {
+  matrix_sequences<const S> in, out, grad_out;
+  matrix_sequences<S> grad_in;
+  const S* grad_result = nullptr;
+  matrix_backward_options<S> opts;
+  bool prefix = true;
+  matrix_storage dense_storage = matrix_storage::row_major;
+
+  chain_backward transposed_call() const {
+    chain_backward t = *this;
+    t.in = transposed(in);
+    t.out = transposed(out);
+    t.grad_out = transposed(grad_out);
+    t.grad_in = transposed(grad_in);
+    t.dense_storage = transposed(dense_storage);
+    return t;
+  }
+};
+
+}  // namespace detail
 
 }  // namespace parascan

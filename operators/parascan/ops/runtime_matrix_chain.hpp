@@ -101,9 +101,13 @@ byte_span per_chain_span(const S* p, index_t count, index_t N) {
 }
 
 template <class S>
-void check_math(const matrix_options<S>& opts) {
-  if (std::is_same<S, double>::value && opts.math != matrix_math::exact)
+void check_math(matrix_math math) {
+  if (std::is_same<S, double>::value && math != matrix_math::exact)
     fail("options.math", "matrix_math::exact for double matrices (tf32 and bf16 multiply float matrices)");
+}
+template <class S>
+void check_math(const matrix_options<S>& opts) {
+  check_math<S>(opts.math);
 }
 
 /// Every check of a runtime-size matrix_chain call, before anything is written.
@@ -153,6 +157,67 @@ void check_runtime_chain_product(const matrix_sequences<const S>& in, const S* r
   if (res.overlaps(per_chain_span(opts.initial, count, N))) fail("result", "no overlap with options.initial");
 }
 
+/// Every check of a runtime-size chain's backward call, before anything is written.
+template <class S>
+void check_runtime_chain_backward(const chain_backward<S>& c) {
+  const auto& in = c.in;
+  check_matrix_view(in, "in");
+  const auto like_in = [&](const auto& v, const std::string& name) {
+    check_matrix_view(v, name);
+    if (v.origins.extent[0] != in.origins.extent[0] || v.origins.extent[1] != in.origins.extent[1] ||
+        v.length() != in.length())
+      fail(name + ".origins", "the input's shape: batch extents (" + std::to_string(in.origins.extent[0]) + ", " +
+                                  std::to_string(in.origins.extent[1]) + ") and length " +
+                                  std::to_string(in.length()));
+    if (v.size != in.size)
+      fail(name + ".size", "the input's N = " + std::to_string(in.size) + ", got " + std::to_string(v.size));
+  };
+  if (c.prefix) {
+    like_in(c.out, "out");
+    like_in(c.grad_out, "grad_out");
+  }
+  like_in(c.grad_in, "grad_in");
+  std::pair<index_t, index_t> axes[5];
+  matrix_axes(c.grad_in, axes);
+  if (c.grad_in.count() > 0 && c.grad_in.length() > 0 && !strides_keep_apart(axes, 5))
+    fail("grad_in", "strides, ld and N that never place two entries at one address (an output cannot broadcast)");
+  const auto apart = [&](const auto& v, const char* name) {
+    const overlap shared = matrices_overlap(v, c.grad_in);
+    if (shared == overlap::yes) fail("grad_in", std::string("no overlap with ") + name);
+    if (shared == overlap::unknown)
+      fail("grad_in", std::string("views whose separation from ") + name +
+                          " can be decided (the search over their interleaved addresses ran past its budget): "
+                          "pass separate buffers");
+  };
+  apart(in, "in");
+  if (c.prefix) {
+    apart(c.out, "out");
+    apart(c.grad_out, "grad_out");
+  }
+  check_math<S>(c.opts.math);
+  if (!c.prefix) {
+    if (c.opts.exclusive) fail("options.exclusive", "false for a reduction (the product of every matrix)");
+    if (c.opts.grad_final != nullptr)
+      fail("options.grad_final", "null: the result's gradient is the argument grad_result");
+    if (c.grad_result == nullptr && in.count() > 0)
+      fail("grad_result", "a non-null pointer to one N x N matrix a chain");
+  }
+  const index_t count = in.count(), N = in.size;
+  const byte_span written = span_of(c.grad_in), grad_initial = per_chain_span(c.opts.grad_initial, count, N);
+  const std::pair<byte_span, const char*> read[] = {
+      {span_of(in), "in"},
+      {c.prefix ? span_of(c.out) : byte_span{}, "out"},
+      {c.prefix ? span_of(c.grad_out) : byte_span{}, "grad_out"},
+      {per_chain_span(c.opts.initial, count, N), "options.initial"},
+      {per_chain_span(c.opts.grad_final, count, N), "options.grad_final"},
+      {per_chain_span(c.grad_result, count, N), "grad_result"}};
+  for (int k = 3; k < 6; ++k)
+    if (written.overlaps(read[k].first)) fail("grad_in", std::string("no overlap with ") + read[k].second);
+  if (grad_initial.overlaps(written)) fail("options.grad_initial", "no overlap with grad_in");
+  for (const auto& r : read)
+    if (grad_initial.overlaps(r.first)) fail("options.grad_initial", std::string("no overlap with ") + r.second);
+}
+
 }  // namespace detail
 
 /// The backend of an execution policy without one for runtime-size matrices (see the top of this header).
@@ -166,6 +231,12 @@ void run_matrix_chain(const Exec&, chain_order, const matrix_sequences<const S>&
 template <class Exec, class S>
 void run_matrix_chain_product(const Exec&, chain_order, const matrix_sequences<const S>&, S*,
                               const matrix_options<S>&) {
+  static_assert(detail::always_false<Exec>::value,
+                "parascan: runtime-size matrix chains on this execution policy need its backend: "
+                "#include <parascan/cuda_matrices.cuh> for parascan::cuda (and link CUDA::cublas)");
+}
+template <class Exec, class S>
+void run_matrix_chain_backward(const Exec&, const detail::chain_backward<S>&) {
   static_assert(detail::always_false<Exec>::value,
                 "parascan: runtime-size matrix chains on this execution policy need its backend: "
                 "#include <parascan/cuda_matrices.cuh> for parascan::cuda (and link CUDA::cublas)");
@@ -196,6 +267,76 @@ void matrix_chain_product(const Exec& exec, const matrix_sequences<S>& in, std::
   const matrix_sequences<const scalar> factors = in;
   detail::check_runtime_chain_product(factors, result, opts);
   run_matrix_chain_product(exec, Order, factors, result, opts);
+}
+
+namespace detail {
+/// The same matrices, read-only (a view of const or writable scalars).
+template <class S>
+matrix_sequences<const std::remove_const_t<S>> read_only(const matrix_sequences<S>& v) {
+  return {v.origins, v.size, v.ld, v.storage};
+}
+/// Checks a backward call and runs it on the backend, left_to_right (right_to_left: on the transposes).
+template <chain_order Order, class Exec, class S>
+void run_checked_backward(const Exec& exec, const chain_backward<S>& call) {
+  check_runtime_chain_backward(call);
+  run_matrix_chain_backward(exec, Order == chain_order::left_to_right ? call : call.transposed_call());
+}
+}  // namespace detail
+
+/// Gradients of out = matrix_chain<Order>(in, out, {reverse, exclusive, initial}) for a loss L, from the
+/// factors `in`, the products `out` and the upstream gradient `grad_out` (dL/dout[t] of each product
+/// alone): grad_in = dL/din. options.grad_final adds dL/d(final product), options.grad_initial receives
+/// dL/d(initial matrix) (each one dense N x N matrix a chain, stored like out, as options.initial is).
+/// Every view has in's batch shape and N (storage and leading dimension free); grad_in shares no byte with
+/// any other argument. The gradient that reaches each product from the later ones, R[t] = dL/dout[t] +
+/// R[t+1] M[t+1]^T, is an affine recurrence: on the GPU, a runtime-size chain of the (2N x 2N) matrices
+/// [[M[t+1]^T, 0], [dL/dout[t], I]] (its products' lower-left blocks are R), then dL/dM[t] = out[t-1]^T
+/// R[t] as batched GEMMs; workspace about 12 N^2 scalars a step. The host runs each chain's recurrence
+/// in a loop (threads over chains).
+template <chain_order Order = chain_order::left_to_right, class Exec, class S, class P, class G>
+void matrix_chain_backward(const Exec& exec, const matrix_sequences<S>& in, const matrix_sequences<P>& out,
+                           const matrix_sequences<G>& grad_out, const matrix_sequences<std::remove_const_t<S>>& grad_in,
+                           const matrix_backward_options<std::remove_const_t<S>>& opts = {}) {
+  using scalar = std::remove_const_t<S>;
+  static_assert(std::is_same<scalar, float>::value || std::is_same<scalar, double>::value,
+                "parascan: runtime-size matrix chains take float or double matrices");
+  static_assert(std::is_same<std::remove_const_t<P>, scalar>::value &&
+                    std::is_same<std::remove_const_t<G>, scalar>::value,
+                "parascan: matrix_chain_backward: in, out, grad_out and grad_in hold one scalar type");
+  detail::chain_backward<scalar> call;
+  call.in = detail::read_only(in);
+  call.out = detail::read_only(out);
+  call.grad_out = detail::read_only(grad_out);
+  call.grad_in = grad_in;
+  call.opts = opts;
+  call.dense_storage = out.storage;
+  detail::run_checked_backward<Order>(exec, call);
+}
+
+/// Gradients of result = matrix_chain_product<Order>(in, result, {reverse, initial}) for a loss L, from the
+/// factors `in` and dL/d(result), `grad_result` (one dense N x N matrix a chain, stored like in):
+/// grad_in = dL/din; options.grad_initial receives dL/d(initial matrix) (stored like in). options.grad_final
+/// stays null and options.exclusive false. grad_in has in's batch shape and N and shares no byte with any
+/// other argument. dL/dM[t] = L[t]^T R[t], L[t] the product before step t and R[t] = G (M[t+1] ... M[T-1])^T
+/// (left_to_right): on the GPU two runtime-size chains (the products before each step; the transposes
+/// from the end, seeded with G) and batched GEMMs, workspace 2 N^2 scalars a step besides the chains';
+/// on the host a loop a chain (threads over chains).
+template <chain_order Order = chain_order::left_to_right, class Exec, class S>
+void matrix_chain_product_backward(const Exec& exec, const matrix_sequences<S>& in,
+                                   const std::remove_const_t<S>* grad_result,
+                                   const matrix_sequences<std::remove_const_t<S>>& grad_in,
+                                   const matrix_backward_options<std::remove_const_t<S>>& opts = {}) {
+  using scalar = std::remove_const_t<S>;
+  static_assert(std::is_same<scalar, float>::value || std::is_same<scalar, double>::value,
+                "parascan: runtime-size matrix chains take float or double matrices");
+  detail::chain_backward<scalar> call;
+  call.in = detail::read_only(in);
+  call.grad_in = grad_in;
+  call.grad_result = grad_result;
+  call.opts = opts;
+  call.prefix = false;
+  call.dense_storage = in.storage;
+  detail::run_checked_backward<Order>(exec, call);
 }
 
 }  // namespace parascan
