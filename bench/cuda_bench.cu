@@ -1216,6 +1216,80 @@ void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefi
   measure(ctx, r, [&] { out.poison(); }, call, verify, N >= 512 ? 5 : 0);
 }
 
+/// The backward passes of runtime-size chains (matrix_chain_backward, matrix_chain_product_backward), one
+/// column-major fp32 chain of T of run_runtime_chain's factors: the prefix from its products (computed once
+/// by matrix_chain) and a random upstream gradient, the reduction from a random dL/d(result). Checked
+/// entrywise against fp64 on the last two steps (prefix: out[T-2]^T G[T-1] and out[T-3]^T (G[T-2] + G[T-1]
+/// M[T-1]^T); reduction: the last step, L^T G with L the product of the other factors by cuBLAS DGEMM).
+/// flops: the sequential adjoint's multiply-adds (prefix 2 products a step, reduction 3); the GPU's tree
+/// does more (prefix: 2N x 2N products, about 8 N^3 each).
+void run_runtime_chain_backward(context& ctx, record& r, index_t N, index_t T, bool prefix) {
+  const index_t NN = N * N;
+  const int pool_size = N >= 512 ? 8 : 16;
+  const auto pick_factor = [&](index_t t) { return int((t * 5 + t / 16) % pool_size); };
+  const std::vector<float>& pool32 = orthogonal_pool(N, pool_size);
+  device_array<float> in(std::size_t(T * NN)), out(std::size_t(prefix ? T * NN : 1)),
+      grad_out(std::size_t(prefix ? T * NN : NN)), grad_in(std::size_t(T * NN)), pool(pool32.size());
+  check(cudaMemcpy(pool.p, pool32.data(), pool32.size() * 4, cudaMemcpyHostToDevice), "pool");
+  for (index_t t = 0; t < T; ++t)
+    check(cudaMemcpy(in.p + t * NN, pool.p + pick_factor(t) * NN, NN * 4, cudaMemcpyDeviceToDevice), "fill");
+  fill(grad_out.p, std::size_t(prefix ? T * NN : NN), dist::token, 77);
+  const auto col = parascan::matrix_storage::column_major;
+  const auto factors = parascan::dense_chains<const float>(in.p, 1, T, N, col);
+  const auto grads = parascan::dense_chains(grad_in.p, 1, T, N, col);
+  if (prefix) parascan::matrix_chain(parascan::cuda{}, factors, parascan::dense_chains(out.p, 1, T, N, col));
+  const auto call = [&] {
+    if (prefix)
+      parascan::matrix_chain_backward(parascan::cuda{}, factors, parascan::dense_chains<const float>(out.p, 1, T, N, col),
+                                      parascan::dense_chains<const float>(grad_out.p, 1, T, N, col), grads);
+    else
+      parascan::matrix_chain_product_backward(parascan::cuda{}, factors, grad_out.p, grads);
+  };
+  using dmatrix = Eigen::MatrixXd;
+  const auto download = [&](const float* p) {  // one column-major matrix, to fp64
+    std::vector<float> h(static_cast<std::size_t>(NN));
+    check(cudaMemcpy(h.data(), p, NN * 4, cudaMemcpyDeviceToHost), "download");
+    return dmatrix(Eigen::Map<const Eigen::MatrixXf>(h.data(), N, N).cast<double>());
+  };
+  const auto verify = [&] {
+    error_meter m{4 * 1.2e-7 * std::sqrt(double(N)) * (1 + std::sqrt(double(T))) * 2};
+    const auto compare = [&](const dmatrix& want, index_t t) {
+      const dmatrix got = download(grad_in.p + t * NN);
+      const double scale = std::max(1.0, want.cwiseAbs().maxCoeff());
+      for (index_t k = 0; k < NN; ++k) m.add(std::abs(got(k % N, k / N) - want(k % N, k / N)) / scale, 0, t,
+                                             got(k % N, k / N), want(k % N, k / N));
+    };
+    if (prefix) {
+      const dmatrix g1 = download(grad_out.p + (T - 1) * NN);
+      compare(download(out.p + (T - 2) * NN).transpose() * g1, T - 1);
+      const dmatrix r = download(grad_out.p + (T - 2) * NN) + g1 * download(in.p + (T - 1) * NN).transpose();
+      compare(download(out.p + (T - 3) * NN).transpose() * r, T - 2);
+      return m;
+    }
+    // L = M[0] ... M[T-2] in fp64 (cuBLAS DGEMM over the fp64 pool), then L^T G.
+    const std::vector<double> pool64(pool32.begin(), pool32.end());
+    device_array<double> pool_d(pool64.size()), ref(std::size_t(2 * NN));
+    check(cudaMemcpy(pool_d.p, pool64.data(), pool64.size() * 8, cudaMemcpyHostToDevice), "pool");
+    cublasHandle_t h;
+    cublasCreate(&h);
+    const double one = 1, zero = 0;
+    double *p = ref.p, *q = ref.p + NN;
+    check(cudaMemcpy(p, pool_d.p + pick_factor(0) * NN, NN * 8, cudaMemcpyDeviceToDevice), "reference");
+    for (index_t t = 1; t < T - 1; ++t) {
+      cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(N), int(N), &one, p, int(N), pool_d.p + pick_factor(t) * NN,
+                  int(N), &zero, q, int(N));
+      std::swap(p, q);
+    }
+    std::vector<double> l(static_cast<std::size_t>(NN));
+    check(cudaMemcpy(l.data(), p, NN * 8, cudaMemcpyDeviceToHost), "reference");
+    cublasDestroy(h);
+    compare(Eigen::Map<const dmatrix>(l.data(), N, N).transpose() * download(grad_out.p), T - 1);
+    return m;
+  };
+  r.flops = (prefix ? 4.0 : 6.0) * double(N) * double(N) * double(N) * double(T);
+  measure(ctx, r, [&] { grad_in.poison(); }, call, verify, N >= 512 ? 5 : 0);
+}
+
 /// x[t] = W[t] x[t-1] + b[t] over (B, T) sequences of N-vectors, x only (the forward pass): W 0.9 times a
 /// reflection (a contraction: x stays bounded), b uniform in [-1, 1). Checked on a few sequences against
 /// fp64, relative to max(1, |x|).
@@ -1377,6 +1451,18 @@ std::vector<bench_case> make_cases(bool sweep) {
           {1, 1000, N, N}, 1000, 1, 4.0 * N * N, 1000, N == 256,
           [=](context& c, record& r) { run_runtime_chain(c, r, N, 1000, false, math); });
     }
+  // Their backward passes (bytes: prefix in, out, grad_out read and grad_in written; reduction in read,
+  // grad_in written). The prefix's workspace is about 12 N^2 floats a step: N = 1024 would need 51 GB.
+  for (long long N : {64, 256, 1024}) {
+    const std::string size = std::to_string(N) + "x" + std::to_string(N);
+    if (N <= 256)
+      add("parascan", "matrix_chain_backward runtime " + size, "matrix_chain_backward (runtime N, cuBLAS)", "fp32",
+          "bt", {1, 1024, N, N}, 1024, 1, 16.0 * N * N, 1024, false,
+          [=](context& c, record& r) { run_runtime_chain_backward(c, r, N, 1024, true); });
+    add("parascan", "matrix_chain_product_backward runtime " + size, "matrix_chain_product_backward (runtime N, cuBLAS)",
+        "fp32", "bt", {1, 1000, N, N}, 1000, 1, 8.0 * N * N, 1000, false,
+        [=](context& c, record& r) { run_runtime_chain_backward(c, r, N, 1000, false); });
+  }
   add("parascan", "reduce_scan linear_recurrence", "linear_recurrence (final state)", "fp32", "bdt", bdt_shape(65536),
       65536, B * D, 8, B * D * 65536, false, [=](context& c, record& r) { run_reduce(c, r, B, D, 65536); });
   for (long long T : {4096, 65536})
