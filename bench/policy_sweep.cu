@@ -2,8 +2,8 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, bf16, scalar, scalar_stream, complex, short; one executable
-//   each, built in parallel)
+//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, complex, short; one
+//   executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 
@@ -199,6 +199,26 @@ int main() {
         tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 2>, 64>>>{},
         tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 16, 4>, 64>>>{},
         tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 4, 1>, 64>>>{});
+#elif defined(SWEEP_PAIR_STREAM)
+  // The fp32 recurrence streamed (a block a sequence) from 2048 steps, one rung at a time (spills allowed,
+  // 64 bytes, so that every candidate runs): the H100's ladder (512 x 4@4 from 2048, 1024 x 4@2 from 4096)
+  // against tiles of more items, fewer threads or more resident blocks, for devices of more bandwidth.
+  using parascan::sm90_tuning::pair_warps;
+  using parascan::sm90_tuning::stream;
+  using parascan::stream_rung;
+  using parascan::streamed_ladder;
+  for (long T : {2048L, 4096L, 8192L, 50000L, 65536L})
+    sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
+        "fp32 pair", T, 12.0, tag<pair_warps>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<512, 4, 4>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<1024, 4, 2>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<256, 4, 8>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<128, 4, 16>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<256, 8, 4>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<512, 8, 2>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<256, 8, 6>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<512, 4, 3>, 64>>>{},
+        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<1024, 2, 2>, 64>>>{});
 #else
   using c64 = cuda::std::complex<float>;
   for (long T : {1024L, 4096L, 65536L})

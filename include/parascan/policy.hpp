@@ -92,7 +92,14 @@ struct long_sequences : Base {
 /// much): the outer stream is tried first, then the inner one, whatever made the outer one decline (its
 /// padding, its waves, or a spill: then a shorter tile runs at any length). A policy that defines its own
 /// stream_policy over a streamed Base should define `refines` too, else the Base's stream is never tried.
-template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0>
+/// The devices a stream serves, by their memory bandwidth (peak, from the memory clock and bus width):
+/// the H100's 3.35 TB/s and below, or 4 TB/s and more (the H200's 4.8). A tile a block keeps a fixed number
+/// of bytes in flight, and a device of more bandwidth at the same latency needs more of them (Little's
+/// law): on the H200 the H100's 1024 x 4 tiles at 4096 steps read 89.5% of copy, 512 x 4 97.7.
+enum class memory_bandwidth { any, below_4_tbs, from_4_tbs };
+
+template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0,
+          memory_bandwidth Devices = memory_bandwidth::any>
 struct streamed_sequences : Base {
   static_assert(Stream::combine == combine_variant::block, "streamed_sequences: the stream is a block a sequence");
   static_assert(SpillBytes >= 0, "streamed_sequences: SpillBytes must be >= 0");
@@ -100,20 +107,21 @@ struct streamed_sequences : Base {
   using refines = Base;
   static constexpr index_t stream_from = FromSteps;
   static constexpr int stream_spill_bytes = SpillBytes;
+  static constexpr memory_bandwidth stream_devices = Devices;
 };
 
 /// One rung of a stream ladder (streamed_ladder): `Stream` from `FromSteps` steps, with streamed_sequences'
-/// `SpillBytes`.
-template <index_t FromSteps, class Stream, int SpillBytes = 0>
+/// `SpillBytes`, on the devices of `Devices` only (elsewhere the next shorter rung runs).
+template <index_t FromSteps, class Stream, int SpillBytes = 0, memory_bandwidth Devices = memory_bandwidth::any>
 struct stream_rung {};
 namespace detail {
 template <class Base, class... Rungs>
 struct ladder {
   using type = Base;
 };
-template <class Base, index_t From, class Stream, int Spill, class... Rest>
-struct ladder<Base, stream_rung<From, Stream, Spill>, Rest...> {
-  using type = typename ladder<streamed_sequences<Base, From, Stream, Spill>, Rest...>::type;
+template <class Base, index_t From, class Stream, int Spill, memory_bandwidth Devices, class... Rest>
+struct ladder<Base, stream_rung<From, Stream, Spill, Devices>, Rest...> {
+  using type = typename ladder<streamed_sequences<Base, From, Stream, Spill, Devices>, Rest...>::type;
 };
 }  // namespace detail
 /// `Base` with a stream for each rung, listed from the shortest: streamed_sequences nested, so that a
@@ -171,6 +179,12 @@ struct stream_spill_bytes_of : std::integral_constant<int, 0> {};
 template <class Policy>
 struct stream_spill_bytes_of<Policy, std::void_t<decltype(Policy::stream_spill_bytes)>>
     : std::integral_constant<int, Policy::stream_spill_bytes> {};
+/// The devices a stream policy serves (streamed_sequences' Devices; every device for a hand-written one).
+template <class Policy, class = void>
+struct stream_devices_of : std::integral_constant<memory_bandwidth, memory_bandwidth::any> {};
+template <class Policy>
+struct stream_devices_of<Policy, std::void_t<decltype(Policy::stream_devices)>>
+    : std::integral_constant<memory_bandwidth, Policy::stream_devices> {};
 
 /// A cuda_policy (not a long_sequences) with at least `Items` items a thread; raising the items also
 /// raises the registers a thread needs, so the resident blocks drop by a quarter.
@@ -307,10 +321,26 @@ using wide_warps = warps<4, 4, 3>;
 // the fp32 recurrence (pairs) and cumsum (scalars) only. An operator with emit() or more inputs keeps more
 // registers a thread: where a rung would spill, the next shorter one runs (the fused backward has a ladder
 // of its own, ops/linear_recurrence.hpp).
+// From 2048 steps the pairs' rungs depend on the device's memory (memory_bandwidth): the H100's (below 4
+// TB/s) as measured there, the H200's from its sweep (policy_sweep part pair_stream, 2026-11-27, % of
+// cudaMemcpy, copy floor 4244 GB/s):
+//   T           2048  4096  8192  50000 65536
+//   warps       80.9  93.5  95.3  95.7  96.5
+//   256 x 4@8   93.3  97.4  98.7  96.5  98.9
+//   512 x 4@4   84.8  97.7  99.1  97.9  98.1
+//   1024 x 4@2   -    89.5  95.7  96.5  99.5
+//   128 x 4@16  90.9  96.0  97.1  95.1  97.6
+//   256 x 8@6   90.6  94.6  95.3  92.1  94.9
+// (256 x 8@4, 512 x 8@2, 512 x 4@3, 1024 x 2@2 lower still.) So on the H200 256 x 4 runs to 4096 steps,
+// 512 x 4 to 65536, 1024 x 4 from there.
+constexpr auto below_4_tbs = memory_bandwidth::below_4_tbs;
+constexpr auto from_4_tbs = memory_bandwidth::from_4_tbs;
 using pair_streams =
     streamed_ladder<pair_warps, stream_rung<128, stream<64, 2, 16>>, stream_rung<256, stream<64, 4, 16>>,
-                    stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>>,
-                    stream_rung<4096, stream<1024, 4, 2>>>;
+                    stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>, 0, below_4_tbs>,
+                    stream_rung<4096, stream<512, 4, 4>, 0, from_4_tbs>,
+                    stream_rung<4096, stream<1024, 4, 2>, 0, below_4_tbs>,
+                    stream_rung<65536, stream<1024, 4, 2>, 0, from_4_tbs>>;
 using narrow_streams =
     streamed_ladder<detail::widened<pair_warps, 8>::type, stream_rung<1024, stream<128, 8, 12>, 128>,
                     stream_rung<2048, stream<256, 8, 6>, 128>, stream_rung<8192, stream<512, 8, 3>, 128>>;

@@ -212,6 +212,24 @@ inline int multiprocessors() {
   });
 }
 
+/// Whether the current device's memory reaches 4 TB/s at its peak (2 x memory clock x bus width; the H200's
+/// 4.9, the H100 SXM's 3.35), cached per device: stream rungs may serve one class of device only
+/// (policy.hpp, memory_bandwidth). A device that reports no memory clock counts as below.
+inline bool memory_from_4_tbs() {
+  static std::atomic<int> cache[64] = {};
+  return cached_per_device(cache, [](int device) {
+           int khz = 0, bits = 0;
+           detail::cuda_check(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device),
+                              "cudaDeviceGetAttribute");
+           detail::cuda_check(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device),
+                              "cudaDeviceGetAttribute");
+           return 2.0 * double(khz) * 1e3 * double(bits) / 8 >= 4e12 ? 2 : 1;  // the cache's 0: not yet read
+         }) == 2;
+}
+inline bool serves_this_device(memory_bandwidth devices) {
+  return devices == memory_bandwidth::any || (devices == memory_bandwidth::from_4_tbs) == memory_from_4_tbs();
+}
+
 /// Lets `kernel` take `bytes` of dynamic shared memory (above 48 kB it must ask) on the current device,
 /// once per device (`cache`: the kernel's own).
 template <class Kernel>
@@ -261,7 +279,8 @@ bool run_streams(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape
     return false;
   } else {
     using Stream = typename Policy::stream_policy;
-    if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
+    if (serves_this_device(detail::stream_devices_of<Policy>::value) &&
+        runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
                     index_t(Stream::tile)) &&
         run_stream<Stream, WRITE>(a, detail::stream_spill_bytes_of<Policy>::value, stream))
       return true;
