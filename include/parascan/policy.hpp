@@ -80,6 +80,12 @@ struct long_sequences : Base {
   static constexpr index_t long_from = index_t(FromTiles) * 32 * Long::items;
 };
 
+/// The devices a stream serves, by their memory bandwidth (peak, 2 x memory clock x bus width): below 4.5
+/// TB/s (the H100: 3.35 SXM, 4.0 NVL), or from 4.5 TB/s (the H200: 4.9). A tile a block keeps a fixed
+/// number of bytes in flight, and a device of more bandwidth at the same latency needs more of them
+/// (Little's law): on the H200 the H100's 1024 x 4 tiles at 4096 steps read 89.5% of copy, 512 x 4 97.7.
+enum class memory_bandwidth { any, below_4_5_tbs, from_4_5_tbs };
+
 /// A policy whose prefix scans of whole sequences of at least `FromSteps` steps (enough of them to fill the
 /// device) run a block a sequence, `Stream`'s threads x items a tile, loaded straight into registers
 /// (cuda/block_stream.cuh); the rest run `Base`. Measured on an H100 (fp32 linear recurrence over (8, 1536,
@@ -92,12 +98,7 @@ struct long_sequences : Base {
 /// much): the outer stream is tried first, then the inner one, whatever made the outer one decline (its
 /// padding, its waves, or a spill: then a shorter tile runs at any length). A policy that defines its own
 /// stream_policy over a streamed Base should define `refines` too, else the Base's stream is never tried.
-/// The devices a stream serves, by their memory bandwidth (peak, from the memory clock and bus width):
-/// the H100's 3.35 TB/s and below, or 4 TB/s and more (the H200's 4.8). A tile a block keeps a fixed number
-/// of bytes in flight, and a device of more bandwidth at the same latency needs more of them (Little's
-/// law): on the H200 the H100's 1024 x 4 tiles at 4096 steps read 89.5% of copy, 512 x 4 97.7.
-enum class memory_bandwidth { any, below_4_tbs, from_4_tbs };
-
+/// `Devices`: the devices this stream serves (elsewhere Base runs).
 template <class Base, index_t FromSteps, class Stream, int SpillBytes = 0,
           memory_bandwidth Devices = memory_bandwidth::any>
 struct streamed_sequences : Base {
@@ -321,7 +322,7 @@ using wide_warps = warps<4, 4, 3>;
 // the fp32 recurrence (pairs) and cumsum (scalars) only. An operator with emit() or more inputs keeps more
 // registers a thread: where a rung would spill, the next shorter one runs (the fused backward has a ladder
 // of its own, ops/linear_recurrence.hpp).
-// From 2048 steps the pairs' rungs depend on the device's memory (memory_bandwidth): the H100's (below 4
+// From 2048 steps the pairs' rungs depend on the device's memory (memory_bandwidth): the H100's (below 4.5
 // TB/s) as measured there, the H200's from its sweep (policy_sweep part pair_stream, 2026-11-27, % of
 // cudaMemcpy, copy floor 4244 GB/s):
 //   T           2048  4096  8192  50000 65536
@@ -333,14 +334,14 @@ using wide_warps = warps<4, 4, 3>;
 //   256 x 8@6   90.6  94.6  95.3  92.1  94.9
 // (256 x 8@4, 512 x 8@2, 512 x 4@3, 1024 x 2@2 lower still.) So on the H200 256 x 4 runs to 4096 steps,
 // 512 x 4 to 65536, 1024 x 4 from there.
-constexpr auto below_4_tbs = memory_bandwidth::below_4_tbs;
-constexpr auto from_4_tbs = memory_bandwidth::from_4_tbs;
+constexpr auto below_4_5_tbs = memory_bandwidth::below_4_5_tbs;
+constexpr auto from_4_5_tbs = memory_bandwidth::from_4_5_tbs;
 using pair_streams =
     streamed_ladder<pair_warps, stream_rung<128, stream<64, 2, 16>>, stream_rung<256, stream<64, 4, 16>>,
-                    stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>, 0, below_4_tbs>,
-                    stream_rung<4096, stream<512, 4, 4>, 0, from_4_tbs>,
-                    stream_rung<4096, stream<1024, 4, 2>, 0, below_4_tbs>,
-                    stream_rung<65536, stream<1024, 4, 2>, 0, from_4_tbs>>;
+                    stream_rung<1000, stream<256, 4, 8>>, stream_rung<2048, stream<512, 4, 4>, 0, below_4_5_tbs>,
+                    stream_rung<4096, stream<512, 4, 4>, 0, from_4_5_tbs>,
+                    stream_rung<4096, stream<1024, 4, 2>, 0, below_4_5_tbs>,
+                    stream_rung<65536, stream<1024, 4, 2>, 0, from_4_5_tbs>>;
 using narrow_streams =
     streamed_ladder<detail::widened<pair_warps, 8>::type, stream_rung<1024, stream<128, 8, 12>, 128>,
                     stream_rung<2048, stream<256, 8, 6>, 128>, stream_rung<8192, stream<512, 8, 3>, 128>>;

@@ -205,6 +205,9 @@ void check_backward(const backward_case& c) {
   const double per_product = c.math == matrix_math::exact ? std::sqrt(double(N)) : 1.0;
   const double tol = 16 * ptest::unit_roundoff<S>(c.math) * per_product * (1 + std::sqrt(double(T)));
   double worst = 0;
+  const auto keep_worst = [&](double e) {  // a NaN (an unwritten output) stays the worst
+    if (!(e <= worst)) worst = e;
+  };
   std::vector<bool> written(gin.host.size(), false);
   for (index_t s = 0; s < count; ++s) {
     const chain_problem& p = problems[std::size_t(s)];
@@ -222,13 +225,13 @@ void check_backward(const backward_case& c) {
           got(i, j) = double(gin.host[k]);
           written[k] = true;
         }
-      worst = std::max(worst, error(got, ref.first[std::size_t(t)], size.first[std::size_t(t)]));
+      keep_worst(error(got, ref.first[std::size_t(t)], size.first[std::size_t(t)]));
     }
     if (c.grad_initial) {
       dmat got(N, N);
       for (index_t i = 0; i < N; ++i)
         for (index_t j = 0; j < N; ++j) got(i, j) = double(ginit.host[dense(s, i, j)]);
-      worst = std::max(worst, error(got, ref.second, size.second));
+      keep_worst(error(got, ref.second, size.second));
     }
   }
   INFO("worst error (Frobenius, relative to adjoint_scales) " << worst << ", tolerance " << tol);
@@ -238,8 +241,13 @@ void check_backward(const backward_case& c) {
       FAIL("an entry outside grad_in was written: scalar " << k);
       break;
     }
-  if (!c.grad_initial)
-    for (S x : ginit.host) REQUIRE(std::isnan(double(x)));
+  for (std::size_t k = c.grad_initial ? std::size_t(count * NN) : 0; k < ginit.host.size(); ++k)
+    REQUIRE(std::isnan(double(ginit.host[k])));  // past the chains' dL/d(initial), or all without it
+  // The inputs are read only.
+  const std::vector<S> in_before = in.host;
+  in.download();
+  CHECK(std::equal(in.host.begin(), in.host.end(), in_before.begin(),
+                   [](S x, S y) { return x == y || (std::isnan(double(x)) && std::isnan(double(y))); }));
 }
 
 /// Option combinations (one in `every`, and all at once) over sizes, lengths and chain counts, with
@@ -270,7 +278,8 @@ void sweep_backward(bool prefix, const std::vector<index_t>& sizes, const std::v
           c.initial = flags & 4;
           c.grad_final = flags & 8;
           c.grad_initial = flags & 16;
-          c.order = (flags + variant) % 2 ? chain_order::right_to_left : chain_order::left_to_right;
+          // (flags + variant) % every == 0 for most cases run: the order from the other bits
+          c.order = (flags / 2 + variant) % 2 ? chain_order::right_to_left : chain_order::left_to_right;
           check_backward<S>(c);
         }
       }
@@ -371,8 +380,11 @@ TEST_CASE("runtime-size chain backward: bad arguments are refused, nothing writt
       call();
       FAIL("accepted; expected an error naming " << argument);
     } catch (const parascan::error& e) {
-      const std::string message = e.what();
-      CHECK_MESSAGE(message.find(argument) != std::string::npos, message);
+      const std::string message = e.what(), head = std::string("parascan: ") + argument;
+      // "parascan: <argument>[.field]: <what it expects>"
+      const bool named = message.rfind(head, 0) == 0 && message.size() > head.size() &&
+                         (message[head.size()] == ':' || message[head.size()] == '.');
+      CHECK_MESSAGE(named, message);
     }
   };
   const auto prefix = [&](auto in_, auto out_, auto gout_, auto gin_, parascan::matrix_backward_options<float> o) {
@@ -424,6 +436,8 @@ TEST_CASE("runtime-size chain backward: bad arguments are refused, nothing writt
       "options.math");
   gin.download();
   dense.download();
+  in.download();
+  for (float x : in.host) REQUIRE(x == 1.0f);
   for (float x : gin.host) REQUIRE(std::isnan(x));
   for (std::size_t k = std::size_t(2 * B * NN); k < dense.host.size(); ++k) REQUIRE(std::isnan(dense.host[k]));
 }

@@ -11,8 +11,8 @@
 // E[k] = [[M[k]^T, 0], [W[k], I]] (W[k]: the gradient reaching the product of the first k steps), since
 // [R, I] E = [R M^T + W, I]: a tree call over E from the end gives products whose lower-left blocks are
 // R[k - 1] and, at k = 0, dL/d(initial); then one batched GEMM. Workspace: E and its products (8 N^2
-// scalars a step) and the tree's own (about 4 N^2); the products' upper-left blocks (the transposes'
-// suffix products) are computed and unused, about half the tree's arithmetic.
+// scalars a step) and the tree's own (about 4 N^2); the upper-left blocks (products of transposes inside
+// the tree, zero in every P[k] since E[n]'s is) are computed and never read, about half the arithmetic.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -212,10 +212,10 @@ inline int multiprocessors() {
   });
 }
 
-/// Whether the current device's memory reaches 4 TB/s at its peak (2 x memory clock x bus width; the H200's
-/// 4.9, the H100 SXM's 3.35), cached per device: stream rungs may serve one class of device only
-/// (policy.hpp, memory_bandwidth). A device that reports no memory clock counts as below.
-inline bool memory_from_4_tbs() {
+/// Whether the current device's memory reaches 4.5 TB/s at its peak (2 x memory clock x bus width: the
+/// H200's 4.9, the H100 NVL's 4.0, the H100 SXM's 3.35), cached per device: stream rungs may serve one
+/// class of device only (policy.hpp, memory_bandwidth). A device that reports a zero clock counts as below.
+inline bool memory_from_4_5_tbs() {
   static std::atomic<int> cache[64] = {};
   return cached_per_device(cache, [](int device) {
            int khz = 0, bits = 0;
@@ -223,11 +223,11 @@ inline bool memory_from_4_tbs() {
                               "cudaDeviceGetAttribute");
            detail::cuda_check(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device),
                               "cudaDeviceGetAttribute");
-           return 2.0 * double(khz) * 1e3 * double(bits) / 8 >= 4e12 ? 2 : 1;  // the cache's 0: not yet read
+           return 2.0 * double(khz) * 1e3 * double(bits) / 8 >= 4.5e12 ? 2 : 1;  // the cache's 0: not yet read
          }) == 2;
 }
 inline bool serves_this_device(memory_bandwidth devices) {
-  return devices == memory_bandwidth::any || (devices == memory_bandwidth::from_4_tbs) == memory_from_4_tbs();
+  return devices == memory_bandwidth::any || (devices == memory_bandwidth::from_4_5_tbs) == memory_from_4_5_tbs();
 }
 
 /// Lets `kernel` take `bytes` of dynamic shared memory (above 48 kB it must ask) on the current device,
@@ -279,9 +279,9 @@ bool run_streams(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape
     return false;
   } else {
     using Stream = typename Policy::stream_policy;
-    if (serves_this_device(detail::stream_devices_of<Policy>::value) &&
-        runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
+    if (runs_stream(shape.count, shape.max_length, multiprocessors(), Stream::min_blocks, Policy::stream_from,
                     index_t(Stream::tile)) &&
+        serves_this_device(detail::stream_devices_of<Policy>::value) &&
         run_stream<Stream, WRITE>(a, detail::stream_spill_bytes_of<Policy>::value, stream))
       return true;
     return run_streams<typename detail::refined_policy<Policy>::type, WRITE>(a, shape, stream);
