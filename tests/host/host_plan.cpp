@@ -236,13 +236,24 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   CHECK(!runs_stream(4 * sms * 2 - 1, 8192, sms, 2, 4096, 4096));  // under four waves: split instead
   CHECK(!runs_stream(16, 1 << 24, sms, 2, 4096, 4096));
   // The policies: ladders of streams (the longest rung outermost, each refining the next shorter); fp32
-  // pairs from 128 steps to 1024 x 4 tiles from 4096, scalars 512 x 4 from 4096; a widened policy (bf16)
-  // has none.
+  // pairs from 128 steps to 1024 x 4 tiles from 4096 below 4.5 TB/s (from 65536 above it, 512 x 4 from
+  // 4096 there), scalars 512 x 4 from 4096; a widened policy (bf16) has none.
+  using parascan::memory_bandwidth;
   using pairs = parascan::default_policy_t<parascan::ops::linear_recurrence<float>, parascan::arch::sm90>;
-  static_assert(pairs::stream_from == 4096 && pairs::stream_policy::tile == 4096);
-  using pairs_2048 = pairs::refines;
+  static_assert(pairs::stream_from == 65536 && pairs::stream_policy::tile == 4096 &&
+                pairs::stream_devices == memory_bandwidth::from_4_5_tbs);
+  using pairs_4096 = pairs::refines;
+  static_assert(pairs_4096::stream_from == 4096 && pairs_4096::stream_policy::tile == 4096 &&
+                pairs_4096::stream_devices == memory_bandwidth::below_4_5_tbs);
+  using pairs_4096_fast = pairs_4096::refines;
+  static_assert(pairs_4096_fast::stream_from == 4096 && pairs_4096_fast::stream_policy::tile == 2048 &&
+                pairs_4096_fast::stream_devices == memory_bandwidth::from_4_5_tbs);
+  using pairs_2048 = pairs_4096_fast::refines;
   static_assert(pairs_2048::stream_from == 2048 && pairs_2048::stream_policy::tile == 2048 &&
-                pairs_2048::stream_policy::min_blocks == 4);
+                pairs_2048::stream_policy::min_blocks == 4 &&
+                pairs_2048::stream_devices == memory_bandwidth::below_4_5_tbs);
+  static_assert(pairs_2048::refines::stream_from == 1000 &&
+                pairs_2048::refines::stream_devices == memory_bandwidth::any);
   using pairs_128 = pairs_2048::refines::refines::refines;
   static_assert(pairs_128::stream_from == 128 && pairs_128::stream_policy::tile == 128 &&
                 !parascan::detail::has_stream_policy<pairs_128::refines>::value);
