@@ -126,6 +126,11 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
 }
 
 using parascan::cuda_policy;
+/// `Base` with one stream rung from 2048 steps (threads x items at `Blocks` resident blocks), spills of up
+/// to 64 bytes allowed so that every candidate runs: the streamed sweeps' policies.
+template <class Base, int Threads, int Items, int Blocks>
+using from_2048 = parascan::streamed_ladder<
+    Base, parascan::stream_rung<2048, parascan::sm90_tuning::stream<Threads, Items, Blocks>, 64>>;
 [[maybe_unused]] constexpr auto blk = parascan::combine_variant::block;
 [[maybe_unused]] constexpr auto wrp = parascan::combine_variant::warp;
 
@@ -184,41 +189,35 @@ int main() {
   // Streamed cumsum (a block a sequence) from 2048 steps: the tile's threads x items and resident blocks,
   // spills allowed (64 bytes) so that every candidate runs; the warps below 2048 steps.
   using parascan::sm90_tuning::scalar_warps;
-  using parascan::sm90_tuning::stream;
-  using parascan::stream_rung;
-  using parascan::streamed_ladder;
   for (long T : {4096L, 16384L, 65536L})
     sweep<parascan::ops::sum<float>, float, float, float>(
-        "fp32 sum", T, 8.0, tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 4, 4>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 4, 2>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 8, 8>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 4>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 3>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 8, 6>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 8, 2>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<512, 8, 2>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 16, 4>, 64>>>{},
-        tag<streamed_ladder<scalar_warps, stream_rung<2048, stream<1024, 4, 1>, 64>>>{});
+        "fp32 sum", T, 8.0, tag<from_2048<scalar_warps, 512, 4, 4>>{},
+        tag<from_2048<scalar_warps, 1024, 4, 2>>{},
+        tag<from_2048<scalar_warps, 256, 8, 8>>{},
+        tag<from_2048<scalar_warps, 512, 8, 4>>{},
+        tag<from_2048<scalar_warps, 512, 8, 3>>{},
+        tag<from_2048<scalar_warps, 256, 8, 6>>{},
+        tag<from_2048<scalar_warps, 1024, 8, 2>>{},
+        tag<from_2048<scalar_warps, 512, 8, 2>>{},
+        tag<from_2048<scalar_warps, 256, 16, 4>>{},
+        tag<from_2048<scalar_warps, 1024, 4, 1>>{});
 #elif defined(SWEEP_PAIR_STREAM)
   // The fp32 recurrence streamed (a block a sequence) from 2048 steps, one rung at a time (spills allowed,
   // 64 bytes, so that every candidate runs): the H100's ladder (512 x 4@4 from 2048, 1024 x 4@2 from 4096)
   // against tiles of more items, fewer threads or more resident blocks, for devices of more bandwidth.
   using parascan::sm90_tuning::pair_warps;
-  using parascan::sm90_tuning::stream;
-  using parascan::stream_rung;
-  using parascan::streamed_ladder;
   for (long T : {2048L, 4096L, 8192L, 50000L, 65536L})
     sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
         "fp32 pair", T, 12.0, tag<pair_warps>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<512, 4, 4>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<1024, 4, 2>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<256, 4, 8>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<128, 4, 16>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<256, 8, 4>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<512, 8, 2>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<256, 8, 6>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<512, 4, 3>, 64>>>{},
-        tag<streamed_ladder<pair_warps, stream_rung<2048, stream<1024, 2, 2>, 64>>>{});
+        tag<from_2048<pair_warps, 512, 4, 4>>{},
+        tag<from_2048<pair_warps, 1024, 4, 2>>{},
+        tag<from_2048<pair_warps, 256, 4, 8>>{},
+        tag<from_2048<pair_warps, 128, 4, 16>>{},
+        tag<from_2048<pair_warps, 256, 8, 4>>{},
+        tag<from_2048<pair_warps, 512, 8, 2>>{},
+        tag<from_2048<pair_warps, 256, 8, 6>>{},
+        tag<from_2048<pair_warps, 512, 4, 3>>{},
+        tag<from_2048<pair_warps, 1024, 2, 2>>{});
 #else
   using c64 = cuda::std::complex<float>;
   for (long T : {1024L, 4096L, 65536L})
