@@ -2,18 +2,20 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, complex, short; one
+//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, stream_prefetch, complex, short; one
 //   executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include <parascan/cuda.cuh>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
+#include <parascan/ops/logsumexp.hpp>
 #include <parascan/parascan.hpp>
 
 #include "event_timer.cuh"
@@ -85,6 +87,9 @@ const char* combine_name(parascan::combine_variant c) {
   }
 }
 
+/// Op for linear_recurrence_backward (ops::linear_recurrence_adjoint under the given policies).
+struct backward {};
+
 template <class Op, class A, class B, class Y, class... Policies>
 void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   const long count = 8 * 1536;
@@ -94,11 +99,20 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   device_array<Y> y(n);
   fill<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 2);
   fill<<<1024, 256>>>(b.p, n, -1.f, 1.f, 3);
+  std::unique_ptr<device_array<Y>> da, db;  // the backward's gradients
+  if constexpr (std::is_same<Op, backward>::value) {
+    fill<<<1024, 256>>>(y.p, n, -1.f, 1.f, 4);
+    da = std::make_unique<device_array<Y>>(n), db = std::make_unique<device_array<Y>>(n);
+  }
   const auto view = [&](auto* p) { return parascan::bdt(p, 8, 1536, T); };
   const auto run = [&](auto policy) {
     using P = decltype(policy);
-    if constexpr (std::is_same<Op, parascan::ops::sum<A>>::value)  // one input
+    if constexpr (std::is_same<Op, parascan::ops::sum<A>>::value ||
+                  std::is_same<Op, parascan::ops::log_add_exp<A>>::value)  // one input
       parascan::prefix_scan<P>(parascan::cuda{}, Op{}, view(a.p), view(y.p));
+    else if constexpr (std::is_same<Op, backward>::value)  // the gates, states and dL/dx in; dL/da, dL/db out
+      parascan::linear_recurrence_backward<P>(parascan::cuda{}, view(a.p), view(b.p), view(y.p), view(da->p),
+                                              view(db->p));
     else
       parascan::prefix_scan<P>(parascan::cuda{}, Op{}, parascan::inputs(view(a.p), view(b.p)), view(y.p));
   };
@@ -110,8 +124,8 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     if constexpr (parascan::detail::has_stream_policy<P>::value) {
       if (parascan::engine::stream_launches().load() != streamed) {  // the streamed_ladder's rung ran
         using S = typename P::stream_policy;
-        std::printf("%-10s T=%-6ld stream threads %4d items %2d min_blocks %2d: %8.4f ms %6.1f%% of copy\n", what,
-                    T, S::threads, S::items, S::min_blocks, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+        std::printf("%-10s T=%-6ld stream threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n",
+                    what, T, S::threads, S::items, S::min_blocks, S::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
         printed = true;
       }
     }
@@ -128,9 +142,13 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
 using parascan::cuda_policy;
 /// `Base` with one stream rung from 2048 steps (threads x items at `Blocks` resident blocks), spills of up
 /// to 64 bytes allowed so that every candidate runs: the streamed sweeps' policies.
-template <class Base, int Threads, int Items, int Blocks>
+template <class Base, int Threads, int Items, int Blocks, int Stages = 1>
 using from_2048 = parascan::streamed_ladder<
-    Base, parascan::stream_rung<2048, parascan::sm90_tuning::stream<Threads, Items, Blocks>, 64>>;
+    Base, parascan::stream_rung<2048, parascan::sm90_tuning::stream<Threads, Items, Blocks, Stages>, 64>>;
+/// The same from 128 steps (short sequences: one or two tiles a block).
+template <class Base, int Threads, int Items, int Blocks>
+using from_128 = parascan::streamed_ladder<
+    Base, parascan::stream_rung<128, parascan::sm90_tuning::stream<Threads, Items, Blocks>, 64>>;
 [[maybe_unused]] constexpr auto blk = parascan::combine_variant::block;
 [[maybe_unused]] constexpr auto wrp = parascan::combine_variant::warp;
 
@@ -218,6 +236,51 @@ int main() {
         tag<from_2048<pair_warps, 256, 8, 6>>{},
         tag<from_2048<pair_warps, 512, 4, 3>>{},
         tag<from_2048<pair_warps, 1024, 2, 2>>{});
+#elif defined(SWEEP_STREAM_PREFETCH)
+  // The streams' tiles with the next tiles prefetched into the L2 (stages 2 and 3) against none (1):
+  // fp32 pairs, fp32 sums and bf16 pairs, the rungs of their ladders.
+  using parascan::sm90_tuning::pair_warps;
+  using parascan::sm90_tuning::scalar_warps;
+  using narrow_warps = parascan::detail::widened<pair_warps, 8>::type;
+  // Short sequences: more resident blocks than the ladder's 16 (64 x 2@16 reads 35% at T = 128 on an H200).
+  for (long T : {128L, 256L, 512L})
+    sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
+        "fp32 pair", T, 12.0, tag<from_128<pair_warps, 64, 2, 16>>{}, tag<from_128<pair_warps, 64, 2, 32>>{},
+        tag<from_128<pair_warps, 32, 4, 32>>{}, tag<from_128<pair_warps, 64, 4, 16>>{},
+        tag<from_128<pair_warps, 64, 4, 24>>{}, tag<from_128<pair_warps, 128, 2, 16>>{},
+        tag<from_128<pair_warps, 32, 2, 32>>{}, tag<from_128<pair_warps, 128, 1, 16>>{});
+  for (long T : {2048L, 4096L, 8192L, 16384L, 65536L}) {
+    sweep<parascan::ops::linear_recurrence<float>, float, float, float>(
+        "fp32 pair", T, 12.0, tag<from_2048<pair_warps, 256, 4, 8>>{}, tag<from_2048<pair_warps, 256, 4, 8, 2>>{},
+        tag<from_2048<pair_warps, 256, 4, 8, 3>>{}, tag<from_2048<pair_warps, 512, 4, 4>>{},
+        tag<from_2048<pair_warps, 512, 4, 4, 2>>{}, tag<from_2048<pair_warps, 512, 4, 4, 3>>{},
+        tag<from_2048<pair_warps, 1024, 4, 2>>{}, tag<from_2048<pair_warps, 1024, 4, 2, 2>>{},
+        tag<from_2048<pair_warps, 128, 4, 16, 2>>{}, tag<from_2048<pair_warps, 128, 4, 16, 3>>{});
+    sweep<parascan::ops::sum<float>, float, float, float>(
+        "fp32 sum", T, 8.0, tag<from_2048<scalar_warps, 256, 4, 8>>{}, tag<from_2048<scalar_warps, 256, 4, 8, 2>>{},
+        tag<from_2048<scalar_warps, 512, 4, 4>>{}, tag<from_2048<scalar_warps, 512, 4, 4, 2>>{},
+        tag<from_2048<scalar_warps, 512, 4, 4, 3>>{}, tag<from_2048<scalar_warps, 256, 8, 6, 2>>{},
+        tag<from_2048<scalar_warps, 128, 8, 12, 2>>{}, tag<from_2048<scalar_warps, 128, 8, 12, 3>>{});
+    sweep<parascan::ops::linear_recurrence<float>, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16>(
+        "bf16 pair", T, 6.0, tag<from_2048<narrow_warps, 256, 8, 6>>{}, tag<from_2048<narrow_warps, 256, 8, 6, 2>>{},
+        tag<from_2048<narrow_warps, 512, 8, 3>>{}, tag<from_2048<narrow_warps, 512, 8, 3, 2>>{},
+        tag<from_2048<narrow_warps, 128, 8, 12>>{}, tag<from_2048<narrow_warps, 128, 8, 12, 2>>{},
+        tag<from_2048<narrow_warps, 128, 8, 12, 3>>{});
+    // The fused backward (20 / 10 bytes a step; its own ladders, ops/linear_recurrence.hpp) and
+    // logcumsumexp (costly_combine_streams' 128 x 8@8).
+    using wide_base = parascan::cuda_policy<128, 4, wrp, 4, 3>;
+    using narrow_base = parascan::cuda_policy<128, 8, wrp, 4, 3>;
+    sweep<backward, float, float, float>(
+        "fp32 bwd", T, 20.0, tag<from_2048<wide_base, 512, 4, 2>>{}, tag<from_2048<wide_base, 512, 4, 2, 2>>{},
+        tag<from_2048<wide_base, 256, 4, 4>>{}, tag<from_2048<wide_base, 256, 4, 4, 2>>{},
+        tag<from_2048<wide_base, 128, 4, 8, 2>>{}, tag<from_2048<wide_base, 1024, 4, 1, 2>>{});
+    sweep<backward, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16>(
+        "bf16 bwd", T, 10.0, tag<from_2048<narrow_base, 256, 8, 4>>{}, tag<from_2048<narrow_base, 256, 8, 4, 2>>{},
+        tag<from_2048<narrow_base, 128, 8, 8, 2>>{}, tag<from_2048<narrow_base, 512, 8, 2, 2>>{});
+    sweep<parascan::ops::log_add_exp<float>, float, float, float>(
+        "lse", T, 8.0, tag<from_2048<scalar_warps, 128, 8, 8>>{}, tag<from_2048<scalar_warps, 128, 8, 8, 2>>{},
+        tag<from_2048<scalar_warps, 256, 8, 4, 2>>{}, tag<from_2048<scalar_warps, 64, 8, 16, 2>>{});
+  }
 #else
   using c64 = cuda::std::complex<float>;
   for (long T : {1024L, 4096L, 65536L})

@@ -45,7 +45,8 @@ enum class combine_variant { automatic, block, warp, sequential, warp_product, b
 /// MinBlocks: blocks each multiprocessor must fit at once (caps registers per thread: memory-bound scans
 /// need many loads in flight, so small states ask for 1024 resident threads, i.e. <= 64 registers).
 /// Stages: tiles of contiguous inputs each warp keeps in shared memory, Stages - 1 of them loading while
-/// one is scanned (the memory pipeline; 1: load, wait, scan).
+/// one is scanned (the memory pipeline; 1: load, wait, scan). A stream's (streamed_sequences' Stream):
+/// tiles in flight a block, the one in registers and Stages - 1 prefetched into the L2 (sm_90 on).
 template <int Threads, int Items, combine_variant Combine = combine_variant::automatic, int MinBlocks = 1,
           int Stages = 3>
 struct cuda_policy {
@@ -309,8 +310,10 @@ struct default_policy<Op, arch::host> {
 /// The pieces of the sm90 defaults (the measurements above), also for operators that tune their own
 /// default_policy (ops/logsumexp.hpp, ops/log_linear_recurrence.hpp).
 namespace sm90_tuning {
-template <int Threads, int Items, int Blocks>
-using stream = cuda_policy<Threads, Items, combine_variant::block, Blocks, 1>;
+/// A stream's tile (threads x items) at `Blocks` resident blocks, `Stages` tiles in flight a block: the one
+/// in registers and Stages - 1 prefetched into the L2 (block_stream.cuh; sm_90 on).
+template <int Threads, int Items, int Blocks, int Stages = 1>
+using stream = cuda_policy<Threads, Items, combine_variant::block, Blocks, Stages>;
 template <int Items, int Blocks, int Stages>
 using warps = cuda_policy<128, Items, combine_variant::warp, Blocks, Stages>;
 using scalar_warps = long_sequences<warps<4, 8, 3>, 4, warps<8, 4, 4>>;
@@ -342,11 +345,32 @@ using pair_streams =
                     stream_rung<4096, stream<512, 4, 4>, 0, from_4_5_tbs>,
                     stream_rung<4096, stream<1024, 4, 2>, 0, below_4_5_tbs>,
                     stream_rung<65536, stream<1024, 4, 2>, 0, from_4_5_tbs>>;
+// bf16 / fp16 storage and scalars, by device class too (policy_sweep part stream_prefetch, 2026-11-27, the
+// same binary on an H100 and an H200, % of each one's cudaMemcpy; sN: N tiles in flight a block, N - 1 of
+// them prefetched into the L2):
+//   bf16 pairs, T   2048  4096  8192  16384 65536
+//   H100 256 x 8@6  88.9  93.0  95.6  96.2  96.7    H200 256 x 8@6  75.0  83.3  89.3  87.6  88.4
+//   H100 512 x 8@3   -    92.1  96.6  98.2  98.1    H200 512 x 8@3   -    76.9  82.8  86.6  90.0
+//   H100 128 x 8@12 86.3  91.4  93.9  94.9  95.2    H200 128 x 8@12 80.6  88.5  93.4  95.1  95.3
+//   fp32 sums
+//   H100 256 x 4@8  91.0  93.9  95.0  95.1  95.1    H200 256 x 4@8  83.4  89.9  92.3  92.4  85.6
+//   H100 512 x 4@4  90.2  96.0  97.3  96.7  96.5    H200 512 x 4@4  76.7  84.1  87.7  88.6  89.3
+//   H100 256 x 4@8s2 92.3 94.1  92.9  92.5  91.5    H200 256 x 4@8s2 88.2 94.0  93.9  93.3  92.9
+//   H100 512 x 4@4s2 89.6 96.9  96.9  96.3  94.6    H200 512 x 4@4s2 75.9 89.1  96.5  96.0  94.4
+// (fp32 pairs lose 5-15 points with a prefetched tile on both: 512 x 4@4s2 80.2 / 87.8 at 4096 / 65536 on
+// the H200 against 97.6 / 98.5; so do bf16 pairs at s3.) The L2 prefetch pays where a tile's registers
+// hold too few bytes for the H200's bandwidth (4 bytes a step, or 2-byte elements with a 4-byte state
+// between them: spills at 8 items); on the H100, whose bandwidth the registers already cover, it is a
+// point up or down.
 using narrow_streams =
     streamed_ladder<detail::widened<pair_warps, 8>::type, stream_rung<1024, stream<128, 8, 12>, 128>,
-                    stream_rung<2048, stream<256, 8, 6>, 128>, stream_rung<8192, stream<512, 8, 3>, 128>>;
+                    stream_rung<2048, stream<256, 8, 6>, 128, below_4_5_tbs>,
+                    stream_rung<8192, stream<512, 8, 3>, 128, below_4_5_tbs>>;
 using scalar_streams =
-    streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 4, 8>>, stream_rung<4096, stream<512, 4, 4>>>;
+    streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 4, 8>, 0, below_4_5_tbs>,
+                    stream_rung<2048, stream<256, 4, 8, 2>, 0, from_4_5_tbs>,
+                    stream_rung<4096, stream<512, 4, 4>, 0, below_4_5_tbs>,
+                    stream_rung<8192, stream<512, 4, 4, 2>, 0, from_4_5_tbs>>;
 /// Streams for combines that cost more than their loads (log space: an exp and a log1p a combine): more
 /// items a thread and more warps a multiprocessor than the fp32 recurrence's 1024 x 4 at two blocks, which
 /// read 63 / 77% for logcumsumexp at T = 4096 / 65536 (H100, 2026-11-23, % of cudaMemcpy, (8, 1536, T)):

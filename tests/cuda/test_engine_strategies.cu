@@ -343,10 +343,12 @@ TEST_CASE("streamed sequences: the linear recurrence under its default policy, f
     check_default_stream<float>(65536, 4096, 2);  // 1024 x 4 (from 65536 steps on faster devices)
   }
   SUBCASE("2-byte storage") {
-    check_default_stream<ptest::bf16>(1024, 1024, 12);  // 128 x 8
-    check_default_stream<ptest::bf16>(2048, 2048, 6);   // 256 x 8
-    check_default_stream<ptest::bf16>(8192, 4096, 3);   // 512 x 8, its measured spill allowed
-    check_default_stream<ptest::f16>(8192, 4096, 3);
+    const bool fast = parascan::engine::memory_from_4_5_tbs();
+    INFO("device memory from 4.5 TB/s: " << fast);
+    check_default_stream<ptest::bf16>(1024, 1024, 12);                            // 128 x 8
+    check_default_stream<ptest::bf16>(2048, fast ? 1024 : 2048, fast ? 12 : 6);   // 128 x 8 / 256 x 8
+    check_default_stream<ptest::bf16>(8192, fast ? 1024 : 4096, fast ? 12 : 3);   // 128 x 8 / 512 x 8 (spills)
+    check_default_stream<ptest::f16>(8192, fast ? 1024 : 4096, fast ? 12 : 3);
   }
 }
 
@@ -413,15 +415,20 @@ void check_backward_stream(index_t T, int tile, int blocks) {
 }  // namespace
 
 TEST_CASE("streamed sequences: linear_recurrence_backward under its default ladder, fp32 and bf16 storage") {
+  // From 2048 steps the rungs depend on the device's memory bandwidth; from 4.5 TB/s they prefetch the
+  // next tile into the L2 (the reverse scan's addresses run backwards: the tile before in memory).
+  const bool fast = parascan::engine::memory_from_4_5_tbs();
+  INFO("device memory from 4.5 TB/s: " << fast);
   SUBCASE("fp32") {
-    check_backward_stream<float>(256, 256, 16);   // 64 x 4
-    check_backward_stream<float>(1000, 1024, 4);  // 256 x 4, ragged
-    check_backward_stream<float>(4096, 2048, 2);  // 512 x 4
+    check_backward_stream<float>(256, 256, 16);                         // 64 x 4
+    check_backward_stream<float>(1000, 1024, 4);                        // 256 x 4, ragged
+    check_backward_stream<float>(4096, fast ? 1024 : 2048, fast ? 4 : 2);  // 256 x 4 prefetching / 512 x 4
+    if (fast) check_backward_stream<float>(9500, 2048, 2);              // 512 x 4 prefetching, ragged
   }
   SUBCASE("bf16") {
-    check_backward_stream<ptest::bf16>(512, 512, 16);    // 64 x 8
-    check_backward_stream<ptest::bf16>(3000, 1024, 8);   // 128 x 8, ragged
-    check_backward_stream<ptest::bf16>(8192, 2048, 4);   // 256 x 8, its measured spill allowed
+    check_backward_stream<ptest::bf16>(512, 512, 16);                          // 64 x 8
+    check_backward_stream<ptest::bf16>(3000, 1024, 8);                         // 128 x 8 (prefetching from 4.5 TB/s), ragged
+    check_backward_stream<ptest::bf16>(8192, 2048, 4);                         // 256 x 8 (the same), its spill allowed
   }
 }
 
@@ -478,7 +485,7 @@ TEST_CASE("streamed sequences: a shifted input, lag -1 and +1, forward and rever
 // costly_combine_streams): the rung that runs (`tile` steps), and the results against fp64 with -inf
 // log-values mixed in (tolerance as in cases/logsumexp.hpp and cases/log_linear_recurrence.hpp).
 namespace {
-void check_log_space_stream(index_t T, int tile, int blocks) {
+void check_log_space_stream(index_t T, int tile, int recurrence_tile, int blocks) {
   const index_t B = 2, D = stream_channels(blocks);
   const std::size_t n = std::size_t(B * D * T);
   ptest::buffer<float> la(n), lb(n), y(n);
@@ -503,7 +510,7 @@ void check_log_space_stream(index_t T, int tile, int blocks) {
     else
       parascan::logcumsumexp(ptest::exec(), parascan::bdt<const float>(lb.data(), B, D, T), view(y.data()));
     CHECK(parascan::engine::stream_launches() == before + 1);
-    CHECK(parascan::engine::last_stream_tile() == tile);
+    CHECK(parascan::engine::last_stream_tile() == (recurrence ? recurrence_tile : tile));
     y.download();
     ptest::scaled_error_meter err;
     for (index_t s = 0; s < B * D; ++s) {
@@ -520,9 +527,14 @@ void check_log_space_stream(index_t T, int tile, int blocks) {
 }  // namespace
 
 TEST_CASE("streamed sequences: logcumsumexp and the log-space recurrence under their default ladder") {
-  check_log_space_stream(256, 256, 16);   // 64 x 4
-  check_log_space_stream(1024, 1024, 8);  // 128 x 8
-  check_log_space_stream(4000, 1024, 8);  // 128 x 8, the last tile ragged
+  // From 2048 steps on devices from 4.5 TB/s, logcumsumexp prefetches the next tile into the L2 (64 x 8,
+  // 128 x 8 from 16384 steps); the log-space recurrence keeps 128 x 8.
+  const bool fast = parascan::engine::memory_from_4_5_tbs();
+  INFO("device memory from 4.5 TB/s: " << fast);
+  check_log_space_stream(256, 256, 256, 16);                  // 64 x 4
+  check_log_space_stream(1024, 1024, 1024, 8);                // 128 x 8
+  check_log_space_stream(4000, fast ? 512 : 1024, 1024, 16);  // 64 x 8 / 128 x 8, the last tile ragged
+  if (fast) check_log_space_stream(16500, 1024, 1024, 8);      // 128 x 8 prefetching, ragged
 }
 
 // logcumsumexp_backward over (2, D, T) of fp32 on the stream, in both of its forms: the plain adjoint (no
@@ -630,8 +642,13 @@ void check_sum_stream(index_t T, index_t spacing, int tile, int blocks, bool rev
 }  // namespace
 
 TEST_CASE("streamed sequences: cumsum under the scalar ladder; a view ending off 16 bytes declines") {
-  check_sum_stream(2048, 2048, 1024, 8, false);  // 256 x 4
-  check_sum_stream(4096, 4096, 2048, 4, true);   // 512 x 4, reverse
+  // From 4.5 TB/s the same tiles prefetch the next one into the L2, 512 x 4 from 8192 steps.
+  const bool fast = parascan::engine::memory_from_4_5_tbs();
+  INFO("device memory from 4.5 TB/s: " << fast);
+  check_sum_stream(2048, 2048, 1024, 8, false);                     // 256 x 4
+  check_sum_stream(4096, 4096, fast ? 1024 : 2048, fast ? 8 : 4, true);  // 256 x 4 / 512 x 4, reverse
+  if (fast) check_sum_stream(8192, 8192, 2048, 4, true);                 // 512 x 4, reverse, prefetching
+  if (fast) check_sum_stream(9500, 9500, 2048, 4, false);                // the last tile ragged
   check_sum_stream(4090, 4092, 0, 8, true);      // 4090 * 4 bytes: off 16 at the end (256 x 4 would pad 6)
   check_sum_stream(4090, 4092, 0, 8, false);
 }

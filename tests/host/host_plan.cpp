@@ -258,15 +258,30 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   static_assert(pairs_128::stream_from == 128 && pairs_128::stream_policy::tile == 128 &&
                 !parascan::detail::has_stream_policy<pairs_128::refines>::value);
   using sums = parascan::default_policy_t<parascan::ops::sum<float>, parascan::arch::sm90>;
-  static_assert(sums::stream_from == 4096 && sums::stream_policy::tile == 2048 && sums::refines::stream_from == 2048);
+  // Scalars: 512 x 4 from 4096 steps and 256 x 4 from 2048 below 4.5 TB/s; from 4.5 TB/s the same tiles
+  // with the next one prefetched into the L2 (two stages), 512 x 4 from 8192.
+  static_assert(sums::stream_from == 8192 && sums::stream_policy::tile == 2048 && sums::stream_policy::stages == 2 &&
+                sums::stream_devices == memory_bandwidth::from_4_5_tbs);
+  static_assert(sums::refines::stream_from == 4096 && sums::refines::stream_policy::stages == 1 &&
+                sums::refines::stream_devices == memory_bandwidth::below_4_5_tbs);
+  static_assert(sums::refines::refines::stream_from == 2048 && sums::refines::refines::stream_policy::tile == 1024 &&
+                sums::refines::refines::stream_policy::stages == 2 &&
+                sums::refines::refines::stream_devices == memory_bandwidth::from_4_5_tbs);
+  static_assert(sums::refines::refines::refines::stream_from == 2048 &&
+                sums::refines::refines::refines::stream_policy::stages == 1 &&
+                !parascan::detail::has_stream_policy<sums::refines::refines::refines::refines>::value);
   static_assert(std::is_same<parascan::with_items_at_least<pairs, 4>, pairs>::value);
   static_assert(!parascan::detail::has_stream_policy<parascan::with_items_at_least<pairs, 8>>::value);
   // Inputs under 4 bytes (bf16, fp16) run the narrow policy: 8 items a thread, streamed at 512 x 8 from
-  // 8192 steps (shorter rungs below), their measured spills allowed; the fp32 streams allow none.
+  // 8192 steps and 256 x 8 from 2048 below 4.5 TB/s, 128 x 8 from 1024 on every device, their measured
+  // spills allowed; the fp32 streams allow none.
   using narrow = pairs::narrow_policy;
   static_assert(narrow::items == 8 && narrow::stream_from == 8192 && narrow::stream_policy::tile == 4096 &&
                 narrow::stream_policy::min_blocks == 3 && narrow::stream_spill_bytes == 128 &&
-                narrow::refines::stream_from == 2048 && narrow::refines::refines::stream_from == 1024);
+                narrow::stream_devices == memory_bandwidth::below_4_5_tbs && narrow::refines::stream_from == 2048 &&
+                narrow::refines::stream_devices == memory_bandwidth::below_4_5_tbs &&
+                narrow::refines::refines::stream_from == 1024 &&
+                narrow::refines::refines::stream_devices == memory_bandwidth::any);
   static_assert(std::is_same<parascan::with_items_at_least<narrow, 8>, narrow>::value &&
                 pairs::stream_spill_bytes == 0);
   // Every input must be narrow (bf16 gates with fp32 tokens keep the widened fp32 policy, unmeasured as a stream).

@@ -5,7 +5,10 @@
 // tile: block.cuh's block_group) from the running carry, and the next tile follows. No shared-memory
 // stages: the other resident blocks (2 to 16 a multiprocessor, by the policy's rung) keep loads in flight
 // while one synchronises, and a block's whole tile is requested at once (16 KiB of each fp32 input for
-// 1024 x 4).
+// 1024 x 4). Where that is too few bytes in flight for the device's bandwidth (the H200's, for 4-byte
+// sums and 2-byte storage), a rung of `Stages` > 1 has thread 0 ask the L2 for the next Stages - 1 tiles
+// (one bulk prefetch an input, sm_90's `cp.async.bulk.prefetch.L2`) as the block starts each tile: no
+// registers, no barrier, nothing to wait for; the tile's own loads then hit the L2.
 //
 // Why not a warp a sequence with its cp.async pipeline (the default where no rung applies): it keeps every
 // resident warp on its own sequence, 4096 streams of 1 KiB requests on an H100, and reached 94-96% of
@@ -45,7 +48,38 @@ __device__ __forceinline__ output_cursors<H, R...> bind_contiguous_at(const outp
   return {p.head.contiguous_cursor_at(at), bind_contiguous_at(p.tail, at)};
 }
 
-template <int THREADS, int ITEMS, int MIN_BLOCKS, bool WRITE, class Op, class Pack, class Outs>
+/// Where an input's memory starts (a shifted cursor's base is `lag` elements on).
+template <class T>
+__device__ __forceinline__ const T* memory_begin(const cursor<const T>& c) {
+  return c.base;
+}
+template <class T>
+__device__ __forceinline__ const T* memory_begin(const shifted_cursor<T>& c) {
+  return c.base - c.lag;
+}
+
+/// Asks the L2 for scan positions [first, first + tile) of every input's bound sequence of n steps (times
+/// [n - first - tile, n - first) in a reverse scan), clipped to the sequence: one bulk prefetch an input
+/// (Hopper's copy engine: no registers held, no completion to wait for; a no-op before sm_90). A shifted
+/// input's own memory is asked for (one element off at the edges: its loads miss one line there). The
+/// bytes stay 16-byte multiples: streamable sequences start and end on 16 bytes and tiles are whole
+/// vectors.
+__device__ inline void prefetch_to_l2(const cursor_pack<>&, index_t, index_t, index_t, bool) {}
+template <class H, class... R>
+__device__ __forceinline__ void prefetch_to_l2(const cursor_pack<H, R...>& c, index_t n, index_t first, index_t tile,
+                                               bool reverse) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const auto* begin = memory_begin(c.head);
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(begin)>>;
+  const index_t count = min(tile, n - first);
+  const index_t lowest = reverse ? n - first - count : first;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(begin + lowest), "r"(unsigned(count * sizeof(T)))
+               : "memory");
+  prefetch_to_l2(c.tail, n, first, tile, reverse);
+#endif
+}
+
+template <int THREADS, int ITEMS, int MIN_BLOCKS, int STAGES, bool WRITE, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segment_args<Op, Pack, Outs> a) {
   using S = state_t<Op>;
   using Group = block_group<THREADS>;
@@ -69,10 +103,22 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) stream_kernel(const segme
   constexpr index_t tile = index_t(THREADS) * ITEMS;
   const index_t offset = index_t(threadIdx.x) * ITEMS;
   const index_t warp_offset = offset - index_t(threadIdx.x % warp_threads) * ITEMS;
-  for (index_t base = 0; base < n; base += tile)
+  // STAGES > 1: the next STAGES - 1 tiles are on their way to the L2 while this one is loaded and scanned,
+  // so the bytes in flight a multiprocessor are no longer bounded by its tiles' registers.
+  if constexpr (STAGES > 1) {
+    if (threadIdx.x == 0)
+      for (int d = 1; d < STAGES - 1 && index_t(d) * tile < n; ++d)
+        prefetch_to_l2(in, n, index_t(d) * tile, tile, a.reverse);
+  }
+  for (index_t base = 0; base < n; base += tile) {
+    if constexpr (STAGES > 1) {
+      const index_t ahead = base + index_t(STAGES - 1) * tile;
+      if (threadIdx.x == 0 && ahead < n) prefetch_to_l2(in, n, ahead, tile, a.reverse);
+    }
     scan_tile<ITEMS, WRITE>(group, temp, a.op, in, out,
                             warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse, /*runs_aligned=*/true},
                             base + offset, nullptr, 0, a.exclusive, prefix);
+  }
 
   if (threadIdx.x == 0) a.write_final(s, carry);
 }
@@ -138,7 +184,8 @@ bool run_stream(const segment_args<Op, Pack, Outs>& a, int spill_bytes, cudaStre
   if (a.count == 0 || n0 * n1 != a.count || n0 > 65535 || n1 > std::numeric_limits<int>::max() ||
       !streamable(a.in, a.out))
     return false;
-  const auto kernel = stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, WRITE, Op, Pack, Outs>;
+  const auto kernel =
+      stream_kernel<Stream::threads, Stream::items, Stream::min_blocks, Stream::stages, WRITE, Op, Pack, Outs>;
   static std::atomic<int> fits[64] = {};
   if (!stream_fits_registers(fits, kernel, spill_bytes)) return false;
   if (log_plans())

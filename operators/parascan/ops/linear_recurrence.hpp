@@ -136,15 +136,33 @@ namespace parascan {
 ///   2048 / 4096 / 65536. Without spills: 64 x 8@8 60.3 / 72.9 / 85.7 at 512 / 1024 / 4096, 128 x 8@6
 ///   72.4 / 87.1 / 91.4 at 1024 / 4096 / 65536; 512 x 8@2 88.5 / 94.5 at 4096 / 65536; 4 items a thread
 ///   (8-byte loads): 256 x 4@6 83.9 / 89.2, 1024 x 4@2 77.7 / 87.7.)
+/// From 2048 steps the rungs depend on the device's memory (policy.hpp, memory_bandwidth): on an H200 the
+/// H100's rungs leave bandwidth unused, and a tile prefetched into the L2 ahead of the one in registers
+/// (s2) recovers it (policy_sweep part stream_prefetch, 2026-11-27, % of cudaMemcpy, same binary):
+///   H200 fp32    T    2048  4096  8192  16384 65536
+///   512 x 4@2         83.9  86.6  88.6  88.7  89.0
+///   512 x 4@2s2       83.9  94.4  99.0  98.1  96.5
+///   256 x 4@4s2       96.0  98.0  96.4  95.7  94.0
+///   H200 bf16
+///   256 x 8@4         76.9  81.8  79.1  78.1  79.6
+///   256 x 8@4s2       76.9  87.9  90.6  93.0  93.7
+///   128 x 8@8s2       80.6  85.7  87.9  89.2  90.0
+/// (the H100 in the same sweep: 512 x 4@2 96.9 / 98.4 / 98.4 / 97.6 / 96.9 and with s2 96.7 / 98.9 / 95.8 /
+/// 94.7 / 91.9; bf16 256 x 8@4 90.0 / 93.6 / 93.6 / 93.9 / 94.5, with s2 90.3 / 94.5 / 93.2 / 91.2 / 89.7.)
 template <int StorageBytes>
 struct default_policy<ops::linear_recurrence_adjoint<float, StorageBytes>, arch::sm90> {
-  template <int Threads, int Items, int Blocks>
-  using stream = sm90_tuning::stream<Threads, Items, Blocks>;
+  template <int Threads, int Items, int Blocks, int Stages = 1>
+  using stream = sm90_tuning::stream<Threads, Items, Blocks, Stages>;
+  static constexpr auto below = sm90_tuning::below_4_5_tbs, from = sm90_tuning::from_4_5_tbs;
   using wide = streamed_ladder<cuda_policy<128, 4, combine_variant::warp, 4, 3>, stream_rung<256, stream<64, 4, 16>>,
-                               stream_rung<1000, stream<256, 4, 4>>, stream_rung<2048, stream<512, 4, 2>>>;
+                               stream_rung<1000, stream<256, 4, 4>>, stream_rung<2048, stream<512, 4, 2>, 0, below>,
+                               stream_rung<2048, stream<256, 4, 4, 2>, 0, from>,
+                               stream_rung<8192, stream<512, 4, 2, 2>, 0, from>>;
   using narrow =
       streamed_ladder<cuda_policy<128, 8, combine_variant::warp, 4, 3>, stream_rung<512, stream<64, 8, 16>, 32>,
-                      stream_rung<1024, stream<128, 8, 8>, 32>, stream_rung<2048, stream<256, 8, 4>, 32>>;
+                      stream_rung<1024, stream<128, 8, 8>, 32>, stream_rung<2048, stream<256, 8, 4>, 32, below>,
+                      stream_rung<2048, stream<128, 8, 8, 2>, 32, from>,
+                      stream_rung<4096, stream<256, 8, 4, 2>, 32, from>>;
   using type = std::conditional_t<StorageBytes <= 2, narrow, wide>;
 };
 
