@@ -78,7 +78,7 @@ struct signed_error_meter {
     else
       e = std::abs(got.sign * std::exp(got.log_abs - log_c) - ref.sign * std::exp(ref.log_abs - log_c)) /
           (1 + std::abs(log_c));
-    if (!(e <= worst)) worst = e;
+    ptest::keep_worst(worst, e);
   }
 };
 

@@ -205,9 +205,6 @@ void check_backward(const backward_case& c) {
   const double per_product = c.math == matrix_math::exact ? std::sqrt(double(N)) : 1.0;
   const double tol = 16 * ptest::unit_roundoff<S>(c.math) * per_product * (1 + std::sqrt(double(T)));
   double worst = 0;
-  const auto keep_worst = [&](double e) {  // a NaN (an unwritten output) stays the worst
-    if (!(e <= worst)) worst = e;
-  };
   std::vector<bool> written(gin.host.size(), false);
   for (index_t s = 0; s < count; ++s) {
     const chain_problem& p = problems[std::size_t(s)];
@@ -225,13 +222,13 @@ void check_backward(const backward_case& c) {
           got(i, j) = double(gin.host[k]);
           written[k] = true;
         }
-      keep_worst(error(got, ref.first[std::size_t(t)], size.first[std::size_t(t)]));
+      ptest::keep_worst(worst, error(got, ref.first[std::size_t(t)], size.first[std::size_t(t)]));
     }
     if (c.grad_initial) {
       dmat got(N, N);
       for (index_t i = 0; i < N; ++i)
         for (index_t j = 0; j < N; ++j) got(i, j) = double(ginit.host[dense(s, i, j)]);
-      keep_worst(error(got, ref.second, size.second));
+      ptest::keep_worst(worst, error(got, ref.second, size.second));
     }
   }
   INFO("worst error (Frobenius, relative to adjoint_scales) " << worst << ", tolerance " << tol);

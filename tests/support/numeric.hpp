@@ -2,6 +2,7 @@
 // backend header): machine epsilon per type, stored values to and from fp64 references.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -51,6 +52,10 @@ T store(double v) {
   return store<T>(std::complex<double>(v, 0.0));
 }
 
+/// Keeps in `worst` the larger of it and e; a NaN e (an unwritten output) makes it infinite for good (a
+/// plain `if (!(e <= worst)) worst = e` would keep the NaN only until the next finite error replaced it).
+inline void keep_worst(double& worst, double e) { worst = std::isnan(e) ? INFINITY : std::max(worst, e); }
+
 /// Worst error |got - ref| / (scale + |ref|) over the elements added; infinities must match exactly
 /// and a NaN must appear exactly where the reference has one (else the error is infinite). With scale 1,
 /// the measure of log-values: an absolute error near 0, a relative one far from it.
@@ -62,7 +67,7 @@ struct scaled_error_meter {
     if (std::isnan(ref) || std::isnan(got)) e = std::isnan(ref) == std::isnan(got) ? 0.0 : INFINITY;
     else if (std::isinf(ref) || std::isinf(got)) e = got == ref ? 0.0 : INFINITY;
     else e = std::abs(got - ref) / (scale + std::abs(ref));
-    if (!(e <= worst)) worst = e;
+    keep_worst(worst, e);
   }
 };
 
