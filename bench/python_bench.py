@@ -16,6 +16,8 @@
   path with --cuda-bench) and against torch's copy of the same bytes in the same run, and the forward +
   backward through parascan.torch.scan against accelerated-scan's kernels in the same process (when the
   package is installed).
+- With JAX on a GPU (and parascan.jax): the jitted (8, 1536, T) forward and forward + backward on JAX
+  arrays against XLA's negation of the same bytes and the C++ bench's row, and a small jitted call's time.
 
     python3 bench/python_bench.py [--host-bench build/default/bench/parascan_bench_host]
                                   [--cuda-bench build/dev/bench/parascan_bench_cuda] [--json out.json]
@@ -158,6 +160,55 @@ def cuda_figures(args, records):
         records.append(row)
 
 
+def jax_figures(args, records):
+    """parascan.jax on a JAX GPU array: the jitted fp32 linear recurrence over (8, 1536, T), forward and
+    forward + backward (jax.grad of a sum), wall time of 10 calls back to back (median of --repeats), against
+    XLA's negation of the same bytes (a read and a write a step, as a copy) and parascan_bench_cuda's row."""
+    try:
+        import jax
+        import jax.numpy as jnp
+        import parascan.jax as pj
+    except ImportError:
+        return
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        return
+
+    def wall_ms(fn, *inputs, calls=10):
+        jax.block_until_ready(fn(*inputs))
+        times = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                out = fn(*inputs)
+            jax.block_until_ready(out)
+            times.append((time.perf_counter() - t0) * 1e3 / calls)
+        return float(np.median(times))
+
+    forward = jax.jit(lambda a, b: pj.linear_recurrence(a, b))
+    train = jax.jit(jax.grad(lambda a, b: jnp.sum(pj.linear_recurrence(a, b)), argnums=(0, 1)))
+    negate = jax.jit(lambda a, b: (-a, -b))
+    small = jax.device_put(np.full((4, 64), 0.9, np.float32), gpus[0])
+    per_call = wall_ms(forward, small, small, calls=2000)
+    print("JAX (%s): per call, jitted (4, 64) float32 linear_recurrence: %.2f us of wall time"
+          % (gpus[0].device_kind, per_call * 1e3))
+    records.append({"case": "per-call linear_recurrence (4,64) jax", "python_us": per_call * 1e3})
+    for T in (4096, 65536):
+        rng = np.random.default_rng(T)
+        a = jax.device_put(rng.uniform(0.9, 1.0, (8, 1536, T)).astype(np.float32), gpus[0])
+        b = jax.device_put(rng.standard_normal((8, 1536, T)).astype(np.float32), gpus[0])
+        nbytes = 12 * a.size
+        fwd, both, copy = wall_ms(forward, a, b), wall_ms(train, a, b), wall_ms(negate, a, b)
+        copy_gbs = 16 * a.size / copy / 1e6
+        cpp = cuda_bench_run(args.cuda_bench, T)[0]
+        row = {"case": "linear_recurrence (8,1536,%d) fp32 jax" % T, "jax_ms": fwd, "jax_gbs": nbytes / fwd / 1e6,
+               "xla_copy_gbs": copy_gbs, "jax_fwd_bwd_ms": both, "cpp_ms": cpp}
+        print("  (8, 1536, %d) forward: JAX %.4f ms (%.0f GB/s, %.1f%% of XLA's negation at %.0f GB/s)%s; "
+              "forward + backward %.4f ms" % (T, fwd, nbytes / fwd / 1e6, 100 * nbytes / fwd / 1e6 / copy_gbs,
+                                              copy_gbs, "" if cpp is None else ", C++ bench %.4f ms" % cpp, both))
+        records.append(row)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--host-bench", help="path of parascan_bench_host, run for the C++ figures")
@@ -198,6 +249,7 @@ def main(argv=None):
     records.append({"case": "linear_recurrence (8,64,16384) fp32", "python_ms": lib * 1e3, "python_gbs": gbs,
                     "numpy_copy_gbs": copy_gbs, "cpp_gbs": cpp_large})
     cuda_figures(args, records)
+    jax_figures(args, records)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)

@@ -111,8 +111,8 @@ def _empty_like(x, shape=None, dtype=None):
         with cupy.cuda.Device(x.device.id):
             return cupy.empty(shape, dtype=dtype)
     if _framework(x) == "jax" and any(d.platform != "cpu" for d in x.devices()):
-        raise ValueError("parascan: JAX arrays on a GPU are not supported yet (JAX buffers are immutable: pass "
-                         "host JAX arrays, or PyTorch / CuPy arrays on the GPU)")
+        raise ValueError("parascan: JAX arrays on a GPU: this call runs on host JAX arrays only (parascan.jax's "
+                         "functions, XLA custom calls, take GPU arrays where the extension has its XLA targets)")
     import numpy as np
     return np.empty(shape, dtype=dtype)  # JAX (host) results are written here, then handed to JAX
 
@@ -473,16 +473,42 @@ def matrix_chain_product_backward(matrices, grad_result, dim=-1, initial=None, r
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
 
 
+_jax_module = None
+
+
+def _jax_function(name):
+    """parascan.jax's function of that name (XLA custom calls: any device, under jit), or None where the
+    extension has no XLA targets or the module does not offer it."""
+    global _jax_module
+    if _jax_module is None:
+        if hasattr(_parascan, "xla_targets"):
+            from . import jax as module
+            _jax_module = module
+        else:
+            _jax_module = False
+    return getattr(_jax_module, name, None) if _jax_module and name in _jax_module.__all__ else None
+
+
 def _results_like_first_input(fn):
-    """JAX inputs get JAX results: parascan writes into NumPy buffers (JAX arrays are immutable) and hands
-    them to JAX through DLPack (without a copy where JAX accepts the buffer's alignment)."""
-    first_name = next(iter(inspect.signature(fn).parameters))
+    """JAX inputs get JAX results. Where parascan.jax offers the function, JAX arrays (and tracers, under
+    jit) go through it: XLA custom calls on the arrays' own device. Otherwise, on the host: parascan writes
+    into NumPy buffers (JAX arrays are immutable) and hands them to JAX through DLPack (without a copy where
+    JAX accepts the buffer's alignment)."""
+    signature = inspect.signature(fn)
+    first_name = next(iter(signature.parameters))
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        result = fn(*args, **kwargs)
         if _framework(args[0] if args else kwargs.get(first_name)) != "jax":
-            return result
+            return fn(*args, **kwargs)
+        arguments = signature.bind(*args, **kwargs).arguments
+        if arguments.get("out") is not None:
+            raise ValueError("parascan: out: JAX arrays are immutable (leave out=None: the call returns new arrays)")
+        jax_fn = _jax_function(fn.__name__)
+        if jax_fn is not None and arguments.get("cu_seqlens") is None:
+            arguments.pop("stream", None)  # XLA's stream
+            return jax_fn(**{k: v for k, v in arguments.items() if k not in ("out", "cu_seqlens")})
+        result = fn(*args, **kwargs)
         import jax.dlpack
 
         def convert(r):

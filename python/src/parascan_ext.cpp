@@ -27,6 +27,12 @@
 #if PARASCAN_PY_CUDA
 #include "entries_gpu.hpp"
 #endif
+#ifndef PARASCAN_PY_XLA
+#define PARASCAN_PY_XLA 0
+#endif
+#if PARASCAN_PY_XLA
+#include "xla_ffi.hpp"
+#endif
 
 namespace nb = nanobind;
 using parascan::index_t;
@@ -738,6 +744,9 @@ NB_MODULE(_parascan, m) {
   m.attr("version") = std::to_string(PARASCAN_VERSION_MAJOR) + "." + std::to_string(PARASCAN_VERSION_MINOR) + "." +
                       std::to_string(PARASCAN_VERSION_PATCH);
   m.attr("has_cuda") = bool(PARASCAN_PY_CUDA);
+#if PARASCAN_PY_XLA
+  m.def("xla_targets", &pyext::xla_targets);
+#endif
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

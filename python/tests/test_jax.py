@@ -1,50 +1,208 @@
-"""JAX arrays on the host: read through DLPack without a copy, results handed back as JAX arrays, equal
-to the NumPy path's. Skipped where JAX is not installed (CI does not install it)."""
+"""JAX arrays: parascan.jax (XLA custom calls: jit, vmap, grad; host and GPU arrays) against the fp64
+references of test_host.py, its gradients against central differences in fp64, and the package's generic
+functions on JAX arrays. Skipped where JAX is not installed (CI does not install it); the parascan.jax
+tests also where the extension was built without JAX (no XLA targets)."""
 import numpy as np
 import pytest
 
 import parascan
+from test_host import EPS, SEED, RNG, close, gates_tokens, reference
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
+jax.config.update("jax_enable_x64", True)  # fp64 gradients; every array below has an explicit dtype
 CPU = jax.devices("cpu")[0]
+GPUS = [d for d in jax.devices() if d.platform != "cpu"]
+DEVICES = [CPU] + GPUS[:1]
+xla = pytest.mark.skipif(not hasattr(parascan._parascan, "xla_targets"), reason="extension built without JAX")
 
 
-def on_host(x):
-    """A JAX array on the host (JAX puts new arrays on its default device, a GPU where there is one)."""
-    return jax.device_put(x, CPU)
+def on(device, *arrays):
+    """JAX arrays on `device` (JAX puts new arrays on its default device, a GPU where there is one)."""
+    put = [jax.device_put(np.asarray(a), device) for a in arrays]
+    return put[0] if len(put) == 1 else put
 
 
 def test_linear_recurrence_and_its_backward_on_jax_arrays():
-    rng = np.random.default_rng(7)
-    a = rng.uniform(0.5, 1.0, (3, 4, 100)).astype(np.float32)
-    b = rng.standard_normal((3, 4, 100)).astype(np.float32)
-    x, final = parascan.linear_recurrence(on_host(a), on_host(b), initial=1.0, return_final=True)
+    a = RNG.uniform(0.5, 1.0, (3, 4, 100)).astype(np.float32)
+    b = RNG.standard_normal((3, 4, 100)).astype(np.float32)
+    x, final = parascan.linear_recurrence(on(CPU, a), on(CPU, b), initial=1.0, return_final=True)
     assert isinstance(x, jax.Array) and isinstance(final, jax.Array)
     want, want_final = parascan.linear_recurrence(a, b, initial=1.0, return_final=True)
     np.testing.assert_array_equal(np.asarray(x), want)
     np.testing.assert_array_equal(np.asarray(final), want_final)
-    dx = rng.standard_normal((3, 4, 100)).astype(np.float32)
-    got = parascan.linear_recurrence_backward(gates=on_host(a), x=x, grad_x=on_host(dx))  # by keyword too
+    dx = RNG.standard_normal((3, 4, 100)).astype(np.float32)
+    got = parascan.linear_recurrence_backward(gates=on(CPU, a), x=x, grad_x=on(CPU, dx))  # by keyword too
     for g, w in zip(got, parascan.linear_recurrence_backward(a, want, dx)):
         assert isinstance(g, jax.Array)
         np.testing.assert_array_equal(np.asarray(g), w)
 
 
 def test_scans_on_jax_arrays_match_jax():
-    x = on_host(np.random.default_rng(8).standard_normal((5, 300)).astype(np.float32))  # JAX's default dtype
+    x = on(CPU, RNG.standard_normal((5, 300)).astype(np.float32))  # JAX's default dtype
     # float32 sums in different orders: within a few ulps of the running values (|value| < ~40)
     np.testing.assert_allclose(np.asarray(parascan.cumsum(x, dim=1)), np.asarray(jnp.cumsum(x, axis=1)), atol=1e-4)
     np.testing.assert_allclose(np.asarray(parascan.logcumsumexp(x, dim=1)),
                                np.asarray(jax.lax.cumlogsumexp(x, axis=1)), atol=1e-5)
 
 
-def test_jax_arrays_on_a_gpu_are_refused():
-    gpus = [d for d in jax.devices() if d.platform != "cpu"]
-    if not gpus:
+def test_matrices_of_jax_arrays_on_a_gpu_are_refused():
+    if not GPUS:
         pytest.skip("no JAX GPU device")
-    x = jax.device_put(np.ones((2, 8), np.float32), gpus[0])
+    m = jax.device_put(np.ones((2, 8, 2, 2), np.float32), GPUS[0])
     with pytest.raises(ValueError, match="JAX arrays on a GPU"):
-        parascan.cumsum(x, dim=1)
-    with pytest.raises(ValueError, match="JAX arrays on a GPU"):
-        parascan.linear_recurrence(x, x)
+        parascan.matrix_chain(m, dim=1)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("shape,dim", [((0,), -1), ((1,), 0), ((3, 1000), -1), ((2, 257, 3), 1), ((2, 0, 3), 1)])
+def test_linear_recurrence_through_xla(device, dtype, shape, dim):
+    import parascan.jax as pj
+    a, b = gates_tokens(shape, dtype)
+    batch = tuple(s for k, s in enumerate(shape) if k != dim % len(shape))
+    x0 = RNG.standard_normal(batch).astype(dtype)
+    ja, jb, jx0 = on(device, a, b, x0)
+    run = jax.jit(pj.linear_recurrence, static_argnames=("dim", "reverse", "exclusive", "return_final"))
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            for initial, jinitial in ((None, None), (x0, jx0)):
+                x, final = run(ja, jb, dim=dim, initial=jinitial, reverse=reverse, exclusive=exclusive,
+                               return_final=True)
+                assert x.devices() == {device} and x.dtype == dtype and final.shape == batch
+                want, size, want_final = reference(a, b, dim, initial, reverse, exclusive)
+                close(x, want, size, dtype)
+                _, _, final_size = reference(np.abs(a), np.abs(b), dim, None if initial is None else np.abs(x0))
+                close(final, want_final, np.abs(final_size), dtype)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, np.float16])
+def test_16_bit_storage_through_xla(device, dtype):
+    import parascan.jax as pj
+    a, b = gates_tokens((4, 3000), np.float32)
+    ja, jb = on(device, a.astype(dtype), b.astype(dtype))
+    x, final = pj.linear_recurrence(ja, jb, initial=1.0, return_final=True)
+    assert x.dtype == dtype and final.dtype == np.float32
+    a16, b16 = np.asarray(ja).astype(np.float64), np.asarray(jb).astype(np.float64)
+    want, size, want_final = reference(a16, b16, -1, 1.0)
+    # fp32 state: the output's error is its own rounding to 16 bits (half an ulp) plus the state's few ulps
+    storage_eps = float(jnp.finfo(dtype).eps)
+    err = np.max(np.abs(np.asarray(x).astype(np.float64) - want.real) / size)
+    assert err <= storage_eps, "bf16/fp16 relative error %.3g (seed %d)" % (err, SEED)
+    close(final, want_final, np.abs(want_final) + 1, np.float32)
+
+
+def numerical_check(f, args):
+    """Reverse-mode gradients against central differences (fp64: JAX's check_grads)."""
+    from jax.test_util import check_grads
+    check_grads(f, args, order=1, modes=["rev"], atol=1e-6, rtol=1e-6)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+def test_gradients_through_xla(device):
+    import parascan.jax as pj
+    a, b = gates_tokens((3, 4, 40), np.float64)
+    x0 = RNG.standard_normal((3, 4))
+    ja, jb, jx0 = on(device, a, b, x0)
+    for reverse in (False, True):
+        numerical_check(lambda a, b, i: pj.linear_recurrence(a, b, initial=i, reverse=reverse, return_final=True),
+                        (ja, jb, jx0))
+        numerical_check(lambda a, b: pj.linear_recurrence(a, b, dim=1, reverse=reverse), (ja, jb))
+        numerical_check(lambda x, i: pj.logcumsumexp(x, initial=i, reverse=reverse, return_final=True), (jb, jx0))
+        numerical_check(lambda x, i: pj.cumsum(x, initial=i, reverse=reverse, return_final=True), (jb, jx0))
+        numerical_check(lambda la, lb, i: pj.log_linear_recurrence(la, lb, initial=i, reverse=reverse,
+                                                                   return_final=True), (jnp.log(ja), jb, jx0))
+    # a scalar initial gets the sum of its sequences' gradients (broadcast outside the derivative rule)
+    g = jax.grad(lambda i: jnp.sum(pj.linear_recurrence(ja, jb, initial=i)))(1.0)
+    g_all = jax.grad(lambda i: jnp.sum(pj.linear_recurrence(ja, jb, initial=i)))(jnp.ones((3, 4)))
+    np.testing.assert_allclose(g, np.sum(g_all), rtol=1e-12)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+def test_complex_gradient_through_xla(device):
+    import parascan.jax as pj
+    a, b = gates_tokens((2, 30), np.complex128)
+    numerical_check(lambda a, b: pj.linear_recurrence(a, b), on(device, a, b))
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+def test_vmap_and_jit_through_xla(device):
+    import parascan.jax as pj
+    a, b = gates_tokens((5, 6, 70), np.float32)
+    ja, jb = on(device, a, b)
+    # vmap over the first axis, time on axis 0 of each slice (axis 1 of the whole)
+    mapped = jax.vmap(lambda a, b: pj.linear_recurrence(a, b, dim=0, initial=2.0))(ja, jb)
+    np.testing.assert_array_equal(np.asarray(mapped), np.asarray(pj.linear_recurrence(ja, jb, dim=1, initial=2.0)))
+    per_sequence = jax.vmap(lambda a, b, i: pj.linear_recurrence(a, b, initial=i), in_axes=(0, 0, 0))(
+        ja, jb, on(device, np.ones((5, 6), np.float32)))
+    np.testing.assert_array_equal(np.asarray(per_sequence), np.asarray(pj.linear_recurrence(ja, jb, initial=1.0)))
+    loss = jax.jit(jax.grad(lambda a, b: jnp.sum(pj.linear_recurrence(a, b) ** 2), argnums=(0, 1)))
+    da, db = loss(ja, jb)
+    x = pj.linear_recurrence(ja, jb)
+    want = pj.linear_recurrence_backward(ja, x, 2 * x)
+    np.testing.assert_allclose(np.asarray(da), np.asarray(want[0]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(db), np.asarray(want[1]), rtol=1e-6)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+def test_scans_through_xla(device):
+    import parascan.jax as pj
+    x = RNG.standard_normal((3, 500))
+    jx = on(device, x)
+    for reverse in (False, True):
+        flip = (lambda v: v[..., ::-1]) if reverse else (lambda v: v)
+        np.testing.assert_allclose(np.asarray(pj.cumsum(jx, reverse=reverse)), flip(np.cumsum(flip(x), -1)),
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(pj.cummax(jx, reverse=reverse)),
+                                      flip(np.maximum.accumulate(flip(x), -1)))
+        np.testing.assert_array_equal(np.asarray(pj.cummin(jx, reverse=reverse)),
+                                      flip(np.minimum.accumulate(flip(x), -1)))
+        np.testing.assert_allclose(np.asarray(pj.logcumsumexp(jx, reverse=reverse)),
+                                   flip(np.logaddexp.accumulate(flip(x), -1)), rtol=1e-13)
+    small = jx[:, :20] * 0.1
+    np.testing.assert_allclose(np.asarray(pj.cumprod(small)), np.cumprod(np.asarray(small), -1), rtol=1e-13)
+    y, final = pj.logcumsumexp(on(device, np.full((2, 5), -np.inf)), return_final=True)
+    assert np.all(np.asarray(y) == -np.inf) and np.all(np.asarray(final) == -np.inf)
+    g = jax.grad(lambda v: jnp.sum(pj.logcumsumexp(v)))(on(device, np.array([[-np.inf, 0.0, 1.0]])))
+    assert np.all(np.isfinite(np.asarray(g))) and np.asarray(g)[0, 0] == 0  # -inf inputs: zero gradient
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+def test_generic_functions_on_jax_arrays_take_xla(device):
+    a, b = gates_tokens((2, 3, 300), np.float32)
+    ja, jb = on(device, a, b)
+    x, final = parascan.linear_recurrence(ja, jb, dim=-1, initial=0.5, return_final=True)
+    assert x.devices() == {device}
+    want, want_final = parascan.linear_recurrence(a, b, initial=0.5, return_final=True)
+    np.testing.assert_allclose(np.asarray(x), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(final), want_final, rtol=1e-5, atol=1e-6)
+    inside = jax.jit(lambda a, b: parascan.cumsum(parascan.linear_recurrence(a, b, initial=0.5), dim=1))(ja, jb)
+    np.testing.assert_allclose(np.asarray(inside), np.cumsum(want, 1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="out: JAX arrays are immutable"):
+        parascan.linear_recurrence(ja, jb, out=np.empty((2, 3, 300), np.float32))
+
+
+@xla
+def test_bad_arguments_through_xla():
+    import parascan.jax as pj
+    x = on(CPU, np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="tokens.shape"):
+        pj.linear_recurrence(x, on(CPU, np.ones((3, 2), np.float32)))
+    with pytest.raises(ValueError, match="tokens.dtype"):
+        pj.linear_recurrence(x, on(CPU, np.ones((2, 3))))
+    with pytest.raises(ValueError, match="x.dtype"):
+        pj.cumsum(on(CPU, np.ones((2, 3), np.int32)))
+    with pytest.raises(ValueError, match="dim"):
+        pj.linear_recurrence(x, x, dim=2)
+    with pytest.raises(ValueError, match="initial: one value per sequence"):
+        pj.linear_recurrence(x, x, initial=np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="at least one axis"):
+        pj.cumsum(on(CPU, np.float32(1)))

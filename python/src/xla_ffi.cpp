@@ -1,0 +1,315 @@
+// parascan's entry points as XLA FFI custom calls, for parascan.jax (jax.ffi.ffi_call): JAX arrays on the
+// host and on CUDA devices, under jit, vmap and grad, without copies. XLA hands over row-major contiguous
+// buffers. The attribute `dim` (negative: counted from the last axis, so that vmap's leading batch axes
+// leave it in place) is the time axis; the axes before it and the axes after it are the view's two batch
+// extents, so that sequence s is the C-order index of every other axis, as per-sequence buffers (initial
+// and final states, one a sequence) are laid out. Optional buffers come last; attributes say which are
+// there. The CPU targets run the host backend (`threads` workers), the CUDA targets the CUDA backend on
+// XLA's stream of the current device (when the extension has it). Errors are parascan::error's message,
+// raised by JAX; parascan.jax checks shapes and dtypes before it calls.
+#include "xla_ffi.hpp"
+
+#include <xla/ffi/api/ffi.h>
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "entries.hpp"
+#ifndef PARASCAN_PY_CUDA
+#define PARASCAN_PY_CUDA 0
+#endif
+#if PARASCAN_PY_CUDA
+#include "entries_gpu.hpp"
+#endif
+
+namespace ffi = xla::ffi;
+namespace nb = nanobind;
+using parascan::index_t;
+
+namespace {
+
+/// One custom call's buffers (inputs, then outputs) and attributes.
+struct call {
+  ffi::RemainingArgs args;
+  ffi::RemainingRets rets;
+  ffi::Dictionary attrs;
+
+  ffi::AnyBuffer arg(std::size_t k) const { return value(args.get<ffi::AnyBuffer>(k), "input"); }
+  ffi::AnyBuffer ret(std::size_t k) const { return *value(rets.get<ffi::AnyBuffer>(k), "output"); }
+  template <class T>
+  T attr(const char* name) const {
+    return value(attrs.get<T>(name), name);
+  }
+  bool flag(const char* name) const { return attrs.contains(name) && attr<bool>(name); }
+
+  template <class T>
+  static T value(ffi::ErrorOr<T> v, const std::string& what) {
+    if (v.has_error()) parascan::detail::fail(what, "a buffer or attribute of the call: " + v.error().message());
+    return std::move(v).value();
+  }
+};
+
+/// The batch extents and length of the time axis of a buffer (all buffers of a scan share them).
+struct time_layout {
+  index_t outer = 1, steps = 1, inner = 1;
+};
+
+time_layout layout_of(const ffi::AnyBuffer& b, std::int64_t dim, const char* name) {
+  const auto dims = b.dimensions();
+  const std::int64_t n = std::int64_t(dims.size()), t = dim < 0 ? dim + n : dim;
+  if (t < 0 || t >= n)
+    parascan::detail::fail("dim", std::string("an axis of ") + name + " (" + std::to_string(n) + " axes), got " +
+                                      std::to_string(dim));
+  time_layout l;
+  for (std::int64_t k = 0; k < n; ++k) (k < t ? l.outer : k == t ? l.steps : l.inner) *= index_t(dims[k]);
+  return l;
+}
+
+/// The parascan view of a row-major buffer laid out as `l`.
+template <class T>
+parascan::sequences<T> view(const ffi::AnyBuffer& b, const time_layout& l, const char* name) {
+  const auto want = l.outer * l.steps * l.inner;
+  if (index_t(b.element_count()) != want)
+    parascan::detail::fail(name, "the first input's shape (" + std::to_string(want) + " elements), got " +
+                                     std::to_string(b.element_count()));
+  return parascan::strided(static_cast<T*>(b.untyped_data()), l.outer, l.inner, l.steps * l.inner, 1, l.steps, l.inner);
+}
+
+/// A per-sequence buffer (one value of T a sequence), or nullptr where the call has none.
+template <class T>
+T* per_sequence(const call& c, bool present, std::size_t k, bool output, const time_layout& l, const char* name) {
+  if (!present) return nullptr;
+  const ffi::AnyBuffer b = output ? c.ret(k) : c.arg(k);
+  if (index_t(b.element_count()) != l.outer * l.inner)
+    parascan::detail::fail(name, std::to_string(l.outer * l.inner) + " values (one per sequence), got " +
+                                     std::to_string(b.element_count()));
+  return static_cast<T*>(b.untyped_data());
+}
+
+/// Calls f(T{}) for XLA's element type `d` (every buffer of the call shares it; parascan.jax checks): the
+/// real types, and with Complex16 also the complex and 16-bit ones (the linear recurrence's storage types).
+template <bool Complex16, class F>
+void dispatch(ffi::DataType d, F&& f) {
+  switch (d) {
+    case ffi::DataType::F32: return f(float{});
+    case ffi::DataType::F64: return f(double{});
+    default: break;
+  }
+  if constexpr (Complex16) switch (d) {
+      case ffi::DataType::C64: return f(std::complex<float>{});
+      case ffi::DataType::C128: return f(std::complex<double>{});
+      case ffi::DataType::BF16: return f(Eigen::bfloat16{});
+      case ffi::DataType::F16: return f(Eigen::half{});
+      default: break;
+    }
+  parascan::detail::fail("dtype", Complex16 ? "float32, float64, complex64, complex128, bfloat16 or float16"
+                                            : "float32 or float64");
+}
+
+template <class T>
+parascan::options<T> scan_options(const call& c, T* initial, T* final) {
+  parascan::options<T> o;
+  o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive"), o.initial = initial, o.final = final;
+  return o;
+}
+
+// ---- The entries. Inputs first, then the optional initial (has_initial) and grad_final (has_grad_final);
+// outputs first, then the optional final / grad_initial (when the call has one more output).
+
+/// gates, tokens [, initial] -> x [, final]
+struct linear_recurrence_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto a = c.arg(0);
+    dispatch<true>(a.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      using Acc = pyext::acc_t<T>;
+      const time_layout l = layout_of(a, c.attr<std::int64_t>("dim"), "gates");
+      const bool final = c.rets.size() > 1;
+      pyext::linear_recurrence(exec, view<const T>(a, l, "gates"), view<const T>(c.arg(1), l, "tokens"),
+                               view<T>(c.ret(0), l, "x"),
+                               scan_options<Acc>(c, per_sequence<Acc>(c, c.flag("has_initial"), 2, false, l, "initial"),
+                                                 per_sequence<Acc>(c, final, 1, true, l, "final")));
+    });
+  }
+};
+
+/// gates, x, grad_x [, initial] [, grad_final] -> grad_gates, grad_tokens [, grad_initial]
+struct linear_recurrence_backward_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto a = c.arg(0);
+    dispatch<true>(a.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      using Acc = pyext::acc_t<T>;
+      const time_layout l = layout_of(a, c.attr<std::int64_t>("dim"), "gates");
+      const bool initial = c.flag("has_initial");
+      parascan::backward_options<Acc> o;
+      o.reverse = c.flag("reverse");
+      o.initial = per_sequence<Acc>(c, initial, 3, false, l, "initial");
+      o.grad_final = per_sequence<Acc>(c, c.flag("has_grad_final"), initial ? 4 : 3, false, l, "grad_final");
+      o.grad_initial = per_sequence<Acc>(c, c.rets.size() > 2, 2, true, l, "grad_initial");
+      pyext::linear_recurrence_backward(exec, view<const T>(a, l, "gates"), view<const T>(c.arg(1), l, "x"),
+                                        view<const T>(c.arg(2), l, "grad_x"), view<T>(c.ret(0), l, "grad_gates"),
+                                        view<T>(c.ret(1), l, "grad_tokens"), o);
+    });
+  }
+};
+
+/// x [, initial] -> y [, final], for the one-input scans (attribute `kind`: a pyext::scan_kind)
+struct real_scan_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto x = c.arg(0);
+    dispatch<false>(x.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const time_layout l = layout_of(x, c.attr<std::int64_t>("dim"), "x");
+      const auto in = view<const T>(x, l, "x");
+      const auto out = view<T>(c.ret(0), l, "y");
+      const auto o = scan_options<T>(c, per_sequence<T>(c, c.flag("has_initial"), 1, false, l, "initial"),
+                                     per_sequence<T>(c, c.rets.size() > 1, 1, true, l, "final"));
+      using K = pyext::scan_kind;
+      switch (K(c.attr<std::int64_t>("kind"))) {
+        case K::cumsum: return pyext::scan<K::cumsum>(exec, in, out, o);
+        case K::cumprod: return pyext::scan<K::cumprod>(exec, in, out, o);
+        case K::cummax: return pyext::scan<K::cummax>(exec, in, out, o);
+        case K::cummin: return pyext::scan<K::cummin>(exec, in, out, o);
+        case K::logcumsumexp: return pyext::scan<K::logcumsumexp>(exec, in, out, o);
+      }
+      parascan::detail::fail("kind", "a scan kind of the extension");
+    });
+  }
+};
+
+/// x, y, grad_y [, initial] [, grad_final] -> grad_x [, grad_initial]
+struct logcumsumexp_backward_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto x = c.arg(0);
+    dispatch<false>(x.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const time_layout l = layout_of(x, c.attr<std::int64_t>("dim"), "x");
+      const bool initial = c.flag("has_initial");
+      parascan::backward_options<T> o;
+      o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive");
+      o.initial = per_sequence<T>(c, initial, 3, false, l, "initial");
+      o.grad_final = per_sequence<T>(c, c.flag("has_grad_final"), initial ? 4 : 3, false, l, "grad_final");
+      o.grad_initial = per_sequence<T>(c, c.rets.size() > 1, 1, true, l, "grad_initial");
+      pyext::logcumsumexp_backward(exec, view<const T>(x, l, "x"), view<const T>(c.arg(1), l, "y"),
+                                   view<const T>(c.arg(2), l, "grad_y"), view<T>(c.ret(0), l, "grad_x"), o);
+    });
+  }
+};
+
+/// log_gates, log_tokens [, initial] -> log_x [, final]
+struct log_linear_recurrence_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto la = c.arg(0);
+    dispatch<false>(la.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const time_layout l = layout_of(la, c.attr<std::int64_t>("dim"), "log_gates");
+      pyext::log_linear_recurrence(
+          exec, view<const T>(la, l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
+          view<T>(c.ret(0), l, "log_x"),
+          scan_options<T>(c, per_sequence<T>(c, c.flag("has_initial"), 2, false, l, "initial"),
+                          per_sequence<T>(c, c.rets.size() > 1, 1, true, l, "final")));
+    });
+  }
+};
+
+/// log_gates, log_tokens, log_x, grad_log_x [, initial] [, grad_final]
+///   -> grad_log_gates, grad_log_tokens [, grad_initial]
+struct log_linear_recurrence_backward_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto la = c.arg(0);
+    dispatch<false>(la.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      const time_layout l = layout_of(la, c.attr<std::int64_t>("dim"), "log_gates");
+      const bool initial = c.flag("has_initial");
+      parascan::backward_options<T> o;
+      o.reverse = c.flag("reverse");
+      o.initial = per_sequence<T>(c, initial, 4, false, l, "initial");
+      o.grad_final = per_sequence<T>(c, c.flag("has_grad_final"), initial ? 5 : 4, false, l, "grad_final");
+      o.grad_initial = per_sequence<T>(c, c.rets.size() > 2, 2, true, l, "grad_initial");
+      pyext::log_linear_recurrence_backward(
+          exec, view<const T>(la, l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
+          view<const T>(c.arg(2), l, "log_x"), view<const T>(c.arg(3), l, "grad_log_x"),
+          view<T>(c.ret(0), l, "grad_log_gates"), view<T>(c.ret(1), l, "grad_log_tokens"), o);
+    });
+  }
+};
+
+/// Runs an entry, turning parascan's errors (and any other exception) into XLA's.
+template <class Entry, class Exec>
+ffi::Error run_entry(const Exec& exec, const call& c) {
+  try {
+    Entry::run(exec, c);
+    return ffi::Error::Success();
+  } catch (const parascan::error& e) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument, e.what());
+  } catch (const std::exception& e) {
+    return ffi::Error(ffi::ErrorCode::kInternal, std::string("parascan: ") + e.what());
+  }
+}
+
+/// The CPU target of an entry: the host backend with the call's `threads` (0: one a hardware thread).
+template <class Entry>
+XLA_FFI_Error* cpu_target(XLA_FFI_CallFrame* frame) {
+  static const auto handler =
+      ffi::Ffi::Bind()
+          .RemainingArgs()
+          .RemainingRets()
+          .Attrs<ffi::Dictionary>()
+          .To([](ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
+            const call c{args, rets, attrs};
+            const auto threads = attrs.contains("threads") ? attrs.get<std::int64_t>("threads").value() : 0;
+            return run_entry<Entry>(parascan::host{unsigned(threads)}, c);
+          })
+          .release();
+  return handler->Call(frame);
+}
+
+/// The CUDA target of an entry: the CUDA backend on XLA's stream (an error where the extension has none).
+template <class Entry>
+XLA_FFI_Error* cuda_target(XLA_FFI_CallFrame* frame) {
+  static const auto handler =
+      ffi::Ffi::Bind()
+          .Ctx<ffi::PlatformStream<void*>>()
+          .RemainingArgs()
+          .RemainingRets()
+          .Attrs<ffi::Dictionary>()
+          .To([](void* stream, ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionary attrs) {
+#if PARASCAN_PY_CUDA
+            return run_entry<Entry>(pyext::gpu{reinterpret_cast<std::uintptr_t>(stream)}, call{args, rets, attrs});
+#else
+            (void)stream, (void)args, (void)rets, (void)attrs;
+            return ffi::Error(ffi::ErrorCode::kUnimplemented,
+                              "parascan: this build of the extension has the host backend only (no nvcc was found "
+                              "when it was built): JAX arrays on a GPU need the CUDA backend");
+#endif
+          })
+          .release();
+  return handler->Call(frame);
+}
+
+template <class Entry>
+void add(nb::dict& targets, const char* name) {
+  targets[name] = nb::make_tuple(nb::capsule(reinterpret_cast<void*>(&cpu_target<Entry>)),
+                                 nb::capsule(reinterpret_cast<void*>(&cuda_target<Entry>)));
+}
+
+}  // namespace
+
+nb::dict pyext::xla_targets() {
+  nb::dict targets;
+  add<linear_recurrence_entry>(targets, "linear_recurrence");
+  add<linear_recurrence_backward_entry>(targets, "linear_recurrence_backward");
+  add<real_scan_entry>(targets, "scan");
+  add<logcumsumexp_backward_entry>(targets, "logcumsumexp_backward");
+  add<log_linear_recurrence_entry>(targets, "log_linear_recurrence");
+  add<log_linear_recurrence_backward_entry>(targets, "log_linear_recurrence_backward");
+  return targets;
+}
