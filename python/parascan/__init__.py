@@ -7,7 +7,8 @@ the host backend (worker threads over sequences; ``threads=0`` uses one per hard
 run the CUDA backend (when ``has_cuda``: the extension was built with nvcc) on their own device and on
 ``stream`` (default: the framework's current stream, PyTorch's or CuPy's). Linear recurrences take
 bfloat16 and float16 storage too (float32 state; initial and final values are float32). Bad input raises
-ValueError with parascan's message, before anything is written.
+ValueError with parascan's message, before anything is written. JAX arrays (and tracers, under jax.jit)
+go through parascan.jax's XLA custom calls where the extension has them (JAX importable at build time).
 
     import numpy as np, parascan
     x = parascan.linear_recurrence(gates, tokens)             # x[t] = gates[t] * x[t-1] + tokens[t]

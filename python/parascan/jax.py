@@ -63,7 +63,8 @@ def _inputs(names, arrays, dtypes):
         if a.shape != first.shape:
             raise ValueError("parascan: %s.shape: the shape of %s %s, got %s" % (name, names[0], first.shape, a.shape))
         if a.dtype != first.dtype:
-            raise ValueError("parascan: %s.dtype: the dtype of %s (%s), got %s" % (name, names[0], first.dtype, a.dtype))
+            raise ValueError("parascan: %s.dtype: the dtype of %s (%s), got %s"
+                             % (name, names[0], first.dtype, a.dtype))
     return arrays
 
 
@@ -244,7 +245,8 @@ def linear_recurrence(gates, tokens, dim=-1, initial=None, reverse=False, exclus
     float64, complex64, complex128, and bfloat16 / float16 storage (float32 state, initial and final)."""
     if exclusive:
         return _linear_recurrence(gates, tokens, dim, initial, reverse, True, return_final, threads)
-    return _linear_recurrence_vjp(gates, tokens, _initial(initial, gates, dim, "gates"), dim, reverse, return_final, threads)
+    return _linear_recurrence_vjp(gates, tokens, _initial(initial, gates, dim, "gates"), dim, reverse, return_final,
+                                  threads)
 
 
 _log_linear_recurrence_vjp = _differentiable(
@@ -261,8 +263,8 @@ def log_linear_recurrence(log_gates, log_tokens, dim=-1, initial=None, reverse=F
     float32, float64."""
     if exclusive:
         return _log_linear_recurrence(log_gates, log_tokens, dim, initial, reverse, True, return_final, threads)
-    return _log_linear_recurrence_vjp(log_gates, log_tokens, _initial(initial, log_gates, dim, "log_gates"), dim, reverse,
-                                      return_final, threads)
+    return _log_linear_recurrence_vjp(log_gates, log_tokens, _initial(initial, log_gates, dim, "log_gates"), dim,
+                                      reverse, return_final, threads)
 
 
 _logcumsumexp_vjp = _differentiable(
