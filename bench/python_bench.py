@@ -10,7 +10,7 @@
 - On CUDA (PyTorch with a GPU, the extension built with the CUDA backend): the per-call cost of a
   (4, 64) linear recurrence on CUDA tensors (host time a call, enqueue only), against the same call from
   C++ timed the same way in the same run (parascan_bench_cuda prints it), and the fp32 linear
-  recurrence over (8, 1536, T), T = 4096 and 65536, timed with CUDA events (median of --repeats; each
+  recurrence over (8, 1536, T), T = 4096 and 65536 (--lengths), timed with CUDA events (median of --repeats; each
   time spans 10 calls back to back, as a training step issues them, so that a call's host time overlaps
   the previous call's kernels), from Python against parascan_bench_cuda's row for the same shape (pass its
   path with --cuda-bench) and against torch's copy of the same bytes in the same run, and the forward +
@@ -107,8 +107,8 @@ def cuda_figures(args, records):
     print("CUDA (%s): per call, (4, 64) float32 linear_recurrence, out= preallocated: %.2f us of host time"
           % (torch.cuda.get_device_name(), per_call))
     record = {"case": "per-call linear_recurrence (4,64) cuda", "python_us": per_call}
-    cpp_runs = {T: cuda_bench_run(args.cuda_bench, T) for T in (4096, 65536)}  # (ms, small-call us) each
-    cpp_call = cpp_runs[4096][1]
+    cpp_runs = {T: cuda_bench_run(args.cuda_bench, T) for T in args.lengths}  # (ms, small-call us) each
+    cpp_call = cpp_runs[args.lengths[0]][1]
     if cpp_call is not None:  # the same call from C++, timed the same way, in the same session
         record["cpp_us"], record["overhead_us"] = cpp_call, per_call - cpp_call
         print("  the same call from C++ (parascan_bench_cuda): %.2f us; the binding's overhead: %.2f us"
@@ -122,7 +122,7 @@ def cuda_figures(args, records):
         from accelerated_scan.triton import scan as as_triton
     except ImportError:
         as_triton = None
-    for T in (4096, 65536):
+    for T in args.lengths:
         g = torch.Generator(device=dev).manual_seed(T)
         gates = 0.9 + 0.1 * torch.rand((8, 1536, T), device=dev, generator=g)
         tokens = torch.randn((8, 1536, T), device=dev, generator=g)
@@ -193,7 +193,7 @@ def jax_figures(args, records):
     print("JAX (%s): per call, jitted (4, 64) float32 linear_recurrence: %.2f us of wall time"
           % (gpus[0].device_kind, per_call * 1e3))
     records.append({"case": "per-call linear_recurrence (4,64) jax", "python_us": per_call * 1e3})
-    for T in (4096, 65536):
+    for T in args.lengths:
         rng = np.random.default_rng(T)
         a = jax.device_put(rng.uniform(0.9, 1.0, (8, 1536, T)).astype(np.float32), gpus[0])
         b = jax.device_put(rng.standard_normal((8, 1536, T)).astype(np.float32), gpus[0])
@@ -214,8 +214,11 @@ def main(argv=None):
     p.add_argument("--host-bench", help="path of parascan_bench_host, run for the C++ figures")
     p.add_argument("--cuda-bench", help="path of parascan_bench_cuda, run for the C++ figures on the GPU")
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--lengths", default="4096,65536",
+                   help="T of the (8, 1536, T) GPU rows, comma-separated (accelerated-scan takes powers of two)")
     p.add_argument("--json", help="write the records here")
     args = p.parse_args(argv)
+    args.lengths = [int(T) for T in args.lengths.split(",")]
 
     records = []
     x = np.ones((4, 64), np.float32)
