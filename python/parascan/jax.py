@@ -12,7 +12,8 @@ call (ValueError with parascan's message).
 
 The differentiable functions (``linear_recurrence``, ``log_linear_recurrence``, ``logcumsumexp``,
 ``cumsum``) take gradients through parascan's backward passes, in the inputs, ``initial`` and the final
-state (``return_final``). The other functions here (``cumprod``, ``cummax``, ``cummin``, the ``exclusive``
+state (``return_final``): reverse mode (``jax.grad``, ``jax.vjp``, ``jax.jacrev``) of first order; they are
+``jax.custom_vjp`` rules, so forward mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives are refused. The other functions here (``cumprod``, ``cummax``, ``cummin``, the ``exclusive``
 option, the ``*_backward`` passes) have no JAX derivative rule. The package's generic functions
 (``parascan.linear_recurrence`` and the others this module offers) call these on JAX arrays.
 
@@ -84,7 +85,10 @@ def _per_sequence(value, x, dim, name):
     if value is None:
         return None
     batch = _batch(x, dim)
-    value = jnp.asarray(value).astype(_accumulator(x.dtype))
+    value = jnp.asarray(value)
+    if jnp.iscomplexobj(value) and not jnp.iscomplexobj(x):
+        raise ValueError("parascan: %s: real values for %s inputs, got %s" % (name, x.dtype, value.dtype))
+    value = value.astype(_accumulator(x.dtype))
     try:
         return jnp.broadcast_to(value, batch)
     except ValueError:
@@ -94,7 +98,11 @@ def _per_sequence(value, x, dim, name):
 
 def _ffi(entry, results, inputs, **attributes):
     """One custom call: `results` as jax.ShapeDtypeStruct, attributes as XLA's scalars."""
-    attributes = {k: (np.bool_(v) if isinstance(v, bool) else np.int64(v)) for k, v in attributes.items()}
+    if attributes.get("threads", 0) < 0:
+        raise ValueError("parascan: threads: a count of worker threads (0: one a hardware thread), got %d"
+                         % attributes["threads"])
+    attributes = {k: (np.int64(v) if k in ("dim", "kind", "threads") else np.bool_(bool(v)))
+                  for k, v in attributes.items()}
     call = jax.ffi.ffi_call("parascan_" + entry, results, vmap_method="broadcast_all")
     return call(*[a for a in inputs if a is not None], **attributes)
 
@@ -173,7 +181,11 @@ def _scan(kind, x, dim=-1, initial=None, reverse=False, exclusive=False, return_
 
 def logcumsumexp_backward(x, y, grad_y, dim=-1, initial=None, reverse=False, exclusive=False, grad_final=None,
                           return_grad_initial=False, threads=0):
-    """dL/dx (and dL/dinitial) of y = logcumsumexp(x, dim, initial, reverse, exclusive) from y and grad_y."""
+    """dL/dx (and dL/dinitial) of y = logcumsumexp(x, dim, initial, reverse, exclusive) from y and grad_y
+    (grad_final and dL/dinitial of inclusive scans only)."""
+    if exclusive and (grad_final is not None or return_grad_initial):
+        raise ValueError("parascan: grad_final / return_grad_initial: the gradients at the ends of inclusive "
+                         "scans only (exclusive=False)")
     out = _backward("logcumsumexp_backward", ("x", "y", "grad_y"), [x, y, grad_y], _REAL, 1, dim, initial,
                     grad_final, reverse, return_grad_initial, threads, exclusive=exclusive)
     return out if return_grad_initial else out[0]

@@ -19,26 +19,37 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _TORCH_TYPES, _ext, _torch_current_stream
+from torch.utils.dlpack import to_dlpack as _to_dlpack
+
+from . import _TORCH_TYPES, _ext, _parascan, _torch_current_stream
 
 __all__ = ["linear_recurrence", "affine_recurrence", "logcumsumexp", "log_linear_recurrence",
            "signed_log_linear_recurrence", "matrix_chain", "matrix_chain_product", "scan"]
 
 
 def _host(t: Optional[torch.Tensor]):
-    """An input tensor as the extension takes it: detached where it requires grad, a lazy conjugate or
-    negation resolved (DLPack has no such bit)."""
+    """An input tensor as the extension takes it: a lazy conjugate or negation resolved (DLPack has no such
+    bit). (Tensors that require grad need no detach: torch.utils.dlpack.to_dlpack takes them.)"""
     if t is None:
         return None
-    if t.requires_grad:
-        t = t.detach()
     # (resolve_* pass through the dispatcher even when they return t: test the bits first)
     return t.resolve_conj().resolve_neg() if t.is_conj() or t.is_neg() else t
 
 
+def _capsule(t: Optional[torch.Tensor]):
+    """A tensor as the extension's DLPack capsule, for the linear recurrence's calls, which skip the generic
+    wrapper (_ext): a step of a short sequence's training is host-bound, and each microsecond shows."""
+    return None if t is None else _to_dlpack(_host(t))
+
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _stream(t: torch.Tensor) -> int:
     """PyTorch's current stream on t's device (0 for CPU tensors)."""
-    return _torch_current_stream(t.device) if t.is_cuda else 0
+    if not t.is_cuda:
+        return 0
+    return _raw_stream(t.get_device()) if _raw_stream is not None else _torch_current_stream(t.device)
 
 
 def _eager_function(forward, setup_context, backward):
@@ -84,8 +95,8 @@ def _batch(x: torch.Tensor, dim: int):
 def _linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, initial: Optional[torch.Tensor], dim: int,
                        reverse: bool) -> torch.Tensor:
     x = torch.empty_like(tokens, memory_format=torch.contiguous_format)
-    _ext.linear_recurrence(_host(gates), _host(tokens), x, dim, _host(initial), None, reverse, False, None, 0,
-                           _stream(tokens))
+    _parascan.linear_recurrence(_capsule(gates), _capsule(tokens), _to_dlpack(x), dim, _capsule(initial), None,
+                                reverse, False, None, 0, _stream(tokens))
     return x
 
 
@@ -97,15 +108,28 @@ def _(gates, tokens, initial, dim, reverse):
     return torch.empty_like(tokens, memory_format=torch.contiguous_format)
 
 
+def _linear_recurrence_gradients(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor,
+                                 initial: Optional[torch.Tensor], dim: int, reverse: bool):
+    """(dL/dgates, dL/dtokens, dL/dinitial or None where there is no initial): one fused reverse scan."""
+    grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
+    grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
+    grad_initial = None if initial is None else gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates))
+    _parascan.linear_recurrence_backward(_capsule(gates), _capsule(x), _capsule(grad_x.contiguous()),
+                                         _to_dlpack(grad_gates), _to_dlpack(grad_tokens), dim, _capsule(initial),
+                                         None, _capsule(grad_initial), reverse, None, 0, _stream(gates))
+    return grad_gates, grad_tokens, grad_initial
+
+
+def _no_initial_gradient(gates: torch.Tensor) -> torch.Tensor:
+    """The custom op's third output where there is no initial state (a custom op returns tensors only)."""
+    return gates.new_empty((0,), dtype=_accumulator(gates))
+
+
 def _linear_recurrence_backward(gates: torch.Tensor, x: torch.Tensor, grad_x: torch.Tensor,
                                 initial: Optional[torch.Tensor], dim: int,
                                 reverse: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
-    grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
-    grad_initial = gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates))
-    _ext.linear_recurrence_backward(_host(gates), _host(x), _host(grad_x.contiguous()), grad_gates, grad_tokens,
-                                    dim, _host(initial), None, grad_initial, reverse, None, 0, _stream(gates))
-    return grad_gates, grad_tokens, grad_initial
+    grad_gates, grad_tokens, grad_initial = _linear_recurrence_gradients(gates, x, grad_x, initial, dim, reverse)
+    return grad_gates, grad_tokens, _no_initial_gradient(gates) if grad_initial is None else grad_initial
 
 
 _backward_op = torch.library.custom_op("parascan::linear_recurrence_backward", _linear_recurrence_backward,
@@ -116,6 +140,7 @@ _backward_op = torch.library.custom_op("parascan::linear_recurrence_backward", _
 def _(gates, x, grad_x, initial, dim, reverse):
     return (torch.empty_like(gates, memory_format=torch.contiguous_format),
             torch.empty_like(gates, memory_format=torch.contiguous_format),
+            _no_initial_gradient(gates) if initial is None else
             gates.new_empty(_batch(gates, dim), dtype=_accumulator(gates)))
 
 
@@ -136,7 +161,7 @@ def _gradient(backward):
 
 
 _forward.register_autograd(_gradient(_backward_op), setup_context=_setup_context)
-_LinearRecurrence = _eager_function(_linear_recurrence, _setup_context, _gradient(_linear_recurrence_backward))
+_LinearRecurrence = _eager_function(_linear_recurrence, _setup_context, _gradient(_linear_recurrence_gradients))
 
 
 # The same recurrence keeping its inputs instead of x for the backward pass, which runs the forward again
@@ -173,7 +198,7 @@ def _recompute_gradient(forward, backward):
 
 _forward_recompute.register_autograd(_recompute_gradient(_forward, _backward_op), setup_context=_setup_recompute)
 _LinearRecurrenceRecompute = _eager_function(_linear_recurrence, _setup_recompute,
-                                             _recompute_gradient(_linear_recurrence, _linear_recurrence_backward))
+                                             _recompute_gradient(_linear_recurrence, _linear_recurrence_gradients))
 
 
 def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,

@@ -206,3 +206,11 @@ def test_bad_arguments_through_xla():
         pj.linear_recurrence(x, x, initial=np.ones(3, np.float32))
     with pytest.raises(ValueError, match="at least one axis"):
         pj.cumsum(on(CPU, np.float32(1)))
+    with pytest.raises(ValueError, match="initial: real values"):
+        pj.cumsum(x, initial=1 + 5j)
+    with pytest.raises(ValueError, match="threads"):
+        pj.cumsum(x, threads=-1)
+    with pytest.raises(ValueError, match="inclusive scans only"):
+        pj.logcumsumexp_backward(x, x, x, exclusive=True, return_grad_initial=True)
+    # flags that are not Python bools (NumPy's, integers) are flags still
+    np.testing.assert_array_equal(np.asarray(pj.cumsum(x, reverse=np.True_)), np.asarray(pj.cumsum(x, reverse=1)))

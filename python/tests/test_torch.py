@@ -53,6 +53,9 @@ def test_opcheck_of_the_registered_ops():
     x = pt.linear_recurrence(a, b).detach()
     torch.library.opcheck(torch.ops.parascan.linear_recurrence_backward.default,
                           (a.detach(), x, torch.ones_like(x), None, 2, False))
+    x0 = torch.ones(2, 3, dtype=a.dtype)  # with an initial state, the third output is its gradient (without, an empty tensor)
+    torch.library.opcheck(torch.ops.parascan.linear_recurrence_backward.default,
+                          (a.detach(), x, torch.ones_like(x), x0, 2, False))
 
 
 def test_scan_is_a_drop_in_for_accelerated_scan():
