@@ -44,7 +44,9 @@ def test_gradcheck_in_fp64_with_initial_states():
     for dim, reverse in ((-1, False), (-1, True)):
         assert torch.autograd.gradcheck(lambda a, b, x0: pt.linear_recurrence(a, b, dim, x0, reverse), (a, b, x0)), SEED
     a2, b2 = inputs((4, 6, 2), requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, b: pt.linear_recurrence(a, b, dim=1), (a2, b2)), SEED
+    for reverse in (False, True):  # without an initial state: the eager path's own Function
+        assert torch.autograd.gradcheck(lambda a, b: pt.linear_recurrence(a, b, dim=1, reverse=reverse), (a2, b2)), SEED
+        assert torch.autograd.gradcheck(lambda a, b: pt.linear_recurrence(a, b, reverse=reverse), (a, b)), SEED
 
 
 def test_opcheck_of_the_registered_ops():
