@@ -202,16 +202,14 @@ _LinearRecurrenceRecompute = _eager_function(_linear_recurrence, _setup_recomput
 
 
 class _PlainRecurrence(torch.autograd.Function):
-    """The eager path of the commonest call, no initial state on plain tensors, written out: a training step
-    of short sequences is host-bound (H200, (8, 1536, T <= 1024): ~0.2 ms a forward + backward whatever T),
-    and the generic path's Python (five-argument Function, per-sequence plumbing, wrappers) cost it ~30 us
-    against accelerated-scan's."""
+    """The eager path of the commonest call, no initial state on plain tensors: a training step of short
+    sequences is host-bound (H200, (8, 1536, T <= 1024): ~0.2 ms a forward + backward whatever T), and the
+    generic path (a five-argument Function made by _eager_function, through _call) cost it ~30 us against
+    accelerated-scan's; the bare calls matched it."""
 
     @staticmethod
     def forward(ctx, gates, tokens, dim, reverse):
-        x = torch.empty_like(tokens, memory_format=torch.contiguous_format)
-        _parascan.linear_recurrence(_capsule(gates), _capsule(tokens), _to_dlpack(x), dim, None, None, reverse, False,
-                                    None, 0, _stream(tokens))
+        x = _linear_recurrence(gates, tokens, None, dim, reverse)
         ctx.save_for_backward(gates, x)
         ctx.dim, ctx.reverse = dim, reverse
         return x
@@ -220,11 +218,7 @@ class _PlainRecurrence(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_x):
         gates, x = ctx.saved_tensors
-        grad_gates = torch.empty_like(gates, memory_format=torch.contiguous_format)
-        grad_tokens = torch.empty_like(gates, memory_format=torch.contiguous_format)
-        _parascan.linear_recurrence_backward(_capsule(gates), _to_dlpack(x), _capsule(grad_x.contiguous()),
-                                             _to_dlpack(grad_gates), _to_dlpack(grad_tokens), ctx.dim, None, None,
-                                             None, ctx.reverse, None, 0, _stream(gates))
+        grad_gates, grad_tokens, _ = _linear_recurrence_gradients(gates, x, grad_x, None, ctx.dim, ctx.reverse)
         return grad_gates, grad_tokens, None, None
 
 
