@@ -11,11 +11,13 @@ call (ValueError with parascan's message).
     da, db = jax.jit(jax.grad(loss, argnums=(0, 1)))(gates, tokens)
 
 The differentiable functions (``linear_recurrence``, ``log_linear_recurrence``, ``logcumsumexp``,
-``cumsum``) take gradients through parascan's backward passes, in the inputs, ``initial`` and the final
-state (``return_final``): reverse mode (``jax.grad``, ``jax.vjp``, ``jax.jacrev``) of first order; they are
-``jax.custom_vjp`` rules, so forward mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives are refused. The other functions here (``cumprod``, ``cummax``, ``cummin``, the ``exclusive``
-option, the ``*_backward`` passes) have no JAX derivative rule. The package's generic functions
-(``parascan.linear_recurrence`` and the others this module offers) call these on JAX arrays.
+``cumsum``, ``affine_recurrence``, ``matrix_chain``, ``matrix_chain_product``) take gradients through
+parascan's backward passes, in the inputs, ``initial`` and the final state (``return_final``): reverse
+mode (``jax.grad``, ``jax.vjp``, ``jax.jacrev``) of first order; they are ``jax.custom_vjp`` rules, so
+forward mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives are refused. The other functions here
+(``cumprod``, ``cummax``, ``cummin``, the ``exclusive`` option, the ``*_backward`` passes) have no JAX
+derivative rule. The package's generic functions (``parascan.linear_recurrence`` and the others this
+module offers) call these on JAX arrays.
 
 Built where JAX was importable when the extension was built (its FFI headers come with jaxlib); importing
 this module otherwise raises ImportError.
@@ -38,20 +40,26 @@ for _name, (_cpu, _cuda) in _parascan.xla_targets().items():
 del _name, _cpu, _cuda
 
 __all__ = ["linear_recurrence", "linear_recurrence_backward", "log_linear_recurrence", "log_linear_recurrence_backward",
-           "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "logcumsumexp_backward"]
+           "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "logcumsumexp_backward", "affine_recurrence",
+           "affine_recurrence_backward", "matrix_chain", "matrix_chain_backward", "matrix_chain_product",
+           "matrix_chain_product_backward"]
 
 _STORAGE = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128", jnp.bfloat16, "float16"))
 _REAL = (np.dtype("float32"), np.dtype("float64"))
 _SCAN_KIND = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3, "logcumsumexp": 4}  # pyext::scan_kind
 
 
-def _time_axis(x, dim, name):
-    """dim as a negative axis of x (vmap's batch axes, added in front, leave it in place)."""
-    if x.ndim < 1:
-        raise ValueError("parascan: %s: an array with at least one axis (the time axis)" % name)
-    if not -x.ndim <= dim < x.ndim:
-        raise ValueError("parascan: dim: an axis of %s (%d axes), got %d" % (name, x.ndim, dim))
-    return dim % x.ndim - x.ndim
+def _time_axis(x, dim, name, element_axes=0):
+    """dim as a negative axis of x among the axes before its element's (vmap's batch axes, added in front,
+    leave it in place); element_axes: 1 for arrays of N-vectors, 2 for N x N matrices."""
+    outer = x.ndim - element_axes
+    if outer < 1:
+        raise ValueError("parascan: %s: an array with a time axis%s, got shape %s"
+                         % (name, " before its last %d" % element_axes if element_axes else "", x.shape))
+    if not -outer <= dim < outer:
+        raise ValueError("parascan: dim: an axis of %s%s (%d axes), got %d"
+                         % (name, " before its element's" if element_axes else "", outer, dim))
+    return dim % outer - outer
 
 
 def _inputs(names, arrays, dtypes):
@@ -74,17 +82,18 @@ def _accumulator(dtype):
     return np.dtype("float32") if np.dtype(dtype).itemsize == 2 else np.dtype(dtype)
 
 
-def _batch(x, dim):
+def _batch(x, dim, element_axes=0):
+    """The shape of x's per-sequence values: x's without the time axis dim (negative, before the element's)."""
     shape = list(x.shape)
-    del shape[dim]
+    del shape[x.ndim - element_axes + dim]
     return tuple(shape)
 
 
-def _per_sequence(value, x, dim, name):
+def _per_sequence(value, x, dim, name, element_axes=0):
     """initial / grad_final: one value per sequence (the batch shape, or anything that broadcasts to it)."""
     if value is None:
         return None
-    batch = _batch(x, dim)
+    batch = _batch(x, dim, element_axes)
     value = jnp.asarray(value)
     if jnp.iscomplexobj(value) and not jnp.iscomplexobj(x):
         raise ValueError("parascan: %s: real values for %s inputs, got %s" % (name, x.dtype, value.dtype))
@@ -209,11 +218,11 @@ def cummin(x, dim=-1, initial=None, reverse=False, exclusive=False, return_final
 # ---- The differentiable functions: custom_vjp over the raw calls. initial and the final state take part
 # in the gradient when given / returned; `exclusive` has no derivative rule and takes the raw call.
 
-def _differentiable(forward, backward, inputs):
-    """A custom_vjp of forward(*inputs, initial, dim, reverse, return_final, threads): backward(inputs,
-    outputs, initial, grad_outputs, grad_final, dim, reverse, threads) gives the inputs' gradients and
-    dL/dinitial (None where initial is None)."""
-    @functools.partial(jax.custom_vjp, nondiff_argnums=(inputs + 1, inputs + 2, inputs + 3, inputs + 4))
+def _differentiable(forward, backward, inputs, more=0):
+    """A custom_vjp of forward(*inputs, initial, dim, reverse, return_final, threads, *more): backward(inputs,
+    outputs, initial, grad_outputs, grad_final, dim, reverse, threads, *more) gives the inputs' gradients and
+    dL/dinitial (None where initial is None). `more`: further static arguments (the matrices' order)."""
+    @functools.partial(jax.custom_vjp, nondiff_argnums=tuple(range(inputs + 1, inputs + 5 + more)))
     def f(*args):
         return forward(*args)
 
@@ -222,10 +231,11 @@ def _differentiable(forward, backward, inputs):
         y = out[0] if args[inputs + 3] else out
         return out, (args[:inputs], y, args[inputs])
 
-    def f_backward(dim, reverse, return_final, threads, saved, grad):
+    def f_backward(*args):
+        (dim, reverse, return_final, threads, *static), (saved, grad) = args[:-2], args[-2:]
         arrays, y, initial = saved
         grad_y, grad_final = grad if return_final else (grad, None)
-        grads = backward(arrays, y, initial, grad_y, grad_final, dim, reverse, threads)
+        grads = backward(arrays, y, initial, grad_y, grad_final, dim, reverse, threads, *static)
         grads = grads if isinstance(grads, tuple) else (grads,)
         return tuple(grads[:inputs]) + (grads[inputs] if initial is not None else None,)
 
@@ -318,3 +328,153 @@ def _initial(initial, x, dim, name):
     to the shape it was given in (a scalar for every sequence, say)."""
     x = jnp.asarray(x)
     return _per_sequence(initial, x, _time_axis(x, dim, name), "initial")
+
+
+# ---- Matrices: N x N (N = 2, 3, 4, 8, 16) float32 / float64, the element's axes last; the time axis `dim`
+# counts among the axes before them.
+
+def _matrix_inputs(names, arrays, element_axes):
+    """Arrays of one matrix call: float32 / float64, N x N matrices (or N-vectors) of the first one's N, and
+    the first one's axes before the element's."""
+    arrays = [jnp.asarray(a) for a in arrays]
+    first = arrays[0]
+    if first.dtype not in _REAL:
+        raise ValueError("parascan: %s.dtype: float32 / float64, got %s" % (names[0], first.dtype))
+    if first.ndim < 3 or first.shape[-1] != first.shape[-2] or first.shape[-1] not in (2, 3, 4, 8, 16):
+        raise ValueError("parascan: %s: N x N matrices (N = 2, 3, 4, 8, 16) with a time axis, shape (..., T, ..., "
+                         "N, N), got %s" % (names[0], first.shape))
+    for name, a, axes in zip(names[1:], arrays[1:], element_axes[1:]):
+        want = first.shape[:-2] + first.shape[-axes:] if axes else first.shape[:-2]
+        if a.shape != want:
+            raise ValueError("parascan: %s.shape: %s, got %s" % (name, want, a.shape))
+        if a.dtype != first.dtype:
+            raise ValueError("parascan: %s.dtype: the dtype of %s (%s), got %s"
+                             % (name, names[0], first.dtype, a.dtype))
+    return arrays
+
+
+def _order(order):
+    if order not in ("left_to_right", "right_to_left"):
+        raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
+    return order == "right_to_left"
+
+
+def _affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, threads=0):
+    W, b = _matrix_inputs(("W", "b"), [W, b], (2, 1))
+    dim = _time_axis(W, dim, "W", 2)
+    initial = _per_sequence(initial, b, dim, "initial", 1)
+    results = [_like(b)] + ([_like(b, shape=_batch(b, dim, 1))] if return_final else [])
+    out = _ffi("affine_recurrence", results, [W, b, initial], dim=dim, reverse=reverse, exclusive=exclusive,
+               has_initial=initial is not None, threads=threads)
+    return tuple(out) if return_final else out[0]
+
+
+def affine_recurrence_backward(W, x, grad_x, dim=-1, initial=None, reverse=False, grad_final=None,
+                               return_grad_initial=False, threads=0):
+    """dL/dW, dL/db (and dL/dinitial) of x = affine_recurrence(W, b, dim, initial, reverse) from x and grad_x."""
+    W, x, grad_x = _matrix_inputs(("W", "x", "grad_x"), [W, x, grad_x], (2, 1, 1))
+    dim = _time_axis(W, dim, "W", 2)
+    initial = _per_sequence(initial, x, dim, "initial", 1)
+    grad_final = _per_sequence(grad_final, x, dim, "grad_final", 1)
+    results = [_like(W), _like(x)] + ([_like(x, shape=_batch(x, dim, 1))] if return_grad_initial else [])
+    out = _ffi("affine_recurrence_backward", results, [W, x, grad_x, initial, grad_final], dim=dim, reverse=reverse,
+               has_initial=initial is not None, has_grad_final=grad_final is not None, threads=threads)
+    return tuple(out)
+
+
+_affine_recurrence_vjp = _differentiable(
+    lambda W, b, initial, dim, reverse, return_final, threads: _affine_recurrence(
+        W, b, dim, initial, reverse, False, return_final, threads),
+    lambda arrays, x, initial, gx, gf, dim, reverse, threads: affine_recurrence_backward(
+        arrays[0], x, gx, dim, initial, reverse, gf, initial is not None, threads), 2)
+
+
+def affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, threads=0):
+    """x[t] = W[t] @ x[t-1] + b[t]: W (..., T, ..., N, N), b and x (..., T, ..., N); ``initial``: x[-1] (one
+    N-vector per sequence, or anything that broadcasts to them; default 0). Differentiable in W, b and
+    initial (not with ``exclusive``)."""
+    if exclusive:
+        return _affine_recurrence(W, b, dim, initial, reverse, True, return_final, threads)
+    b = jnp.asarray(b)
+    initial = None if initial is None else _per_sequence(initial, b, _time_axis(b, dim, "b", 1), "initial", 1)
+    return _affine_recurrence_vjp(W, b, initial, dim, reverse, return_final, threads)
+
+
+def _matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
+                  return_final=False, threads=0):
+    (m,) = _matrix_inputs(("matrices",), [matrices], (2,))
+    dim = _time_axis(m, dim, "matrices", 2)
+    initial = _per_sequence(initial, m, dim, "initial", 2)
+    results = [_like(m)] + ([_like(m, shape=_batch(m, dim, 2))] if return_final else [])
+    out = _ffi("matrix_chain", results, [m, initial], dim=dim, reverse=reverse, exclusive=exclusive,
+               has_initial=initial is not None, right_to_left=_order(order), product=False, threads=threads)
+    return tuple(out) if return_final else out[0]
+
+
+def _matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0):
+    (m,) = _matrix_inputs(("matrices",), [matrices], (2,))
+    dim = _time_axis(m, dim, "matrices", 2)
+    initial = _per_sequence(initial, m, dim, "initial", 2)
+    return _ffi("matrix_chain", [_like(m, shape=_batch(m, dim, 2))], [m, initial], dim=dim, reverse=reverse,
+                has_initial=initial is not None, right_to_left=_order(order), product=True, threads=threads)[0]
+
+
+def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=None, reverse=False,
+                          order="left_to_right", grad_final=None, return_grad_initial=False, threads=0):
+    """dL/dM (and dL/dinitial) of P = matrix_chain(M, dim, initial, reverse, order=...) from P and grad_P."""
+    m, p, gp = _matrix_inputs(("matrices", "products", "grad_products"), [matrices, products, grad_products],
+                              (2, 2, 2))
+    dim = _time_axis(m, dim, "matrices", 2)
+    initial = _per_sequence(initial, m, dim, "initial", 2)
+    grad_final = _per_sequence(grad_final, m, dim, "grad_final", 2)
+    results = [_like(m)] + ([_like(m, shape=_batch(m, dim, 2))] if return_grad_initial else [])
+    out = _ffi("matrix_chain_backward", results, [m, p, gp, initial, grad_final], dim=dim, reverse=reverse,
+               has_initial=initial is not None, has_grad_final=grad_final is not None,
+               right_to_left=_order(order), product=False, threads=threads)
+    return tuple(out) if return_grad_initial else out[0]
+
+
+def matrix_chain_product_backward(matrices, grad_result, dim=-1, initial=None, reverse=False, order="left_to_right",
+                                  return_grad_initial=False, threads=0):
+    """dL/dM (and dL/dinitial) of R = matrix_chain_product(M, dim, initial, reverse, order=...) from grad_R."""
+    (m,) = _matrix_inputs(("matrices",), [matrices], (2,))
+    dim = _time_axis(m, dim, "matrices", 2)
+    grad_result = _per_sequence(grad_result, m, dim, "grad_result", 2)
+    initial = _per_sequence(initial, m, dim, "initial", 2)
+    results = [_like(m)] + ([_like(m, shape=_batch(m, dim, 2))] if return_grad_initial else [])
+    out = _ffi("matrix_chain_backward", results, [m, grad_result, initial], dim=dim, reverse=reverse,
+               has_initial=initial is not None, right_to_left=_order(order), product=True, threads=threads)
+    return tuple(out) if return_grad_initial else out[0]
+
+
+_matrix_chain_vjp = _differentiable(
+    lambda m, initial, dim, reverse, return_final, threads, order: _matrix_chain(
+        m, dim, initial, reverse, False, order, return_final, threads),
+    lambda arrays, p, initial, gp, gf, dim, reverse, threads, order: matrix_chain_backward(
+        arrays[0], p, gp, dim, initial, reverse, order, gf, initial is not None, threads), 1, more=1)
+
+_matrix_chain_product_vjp = _differentiable(
+    lambda m, initial, dim, reverse, return_final, threads, order: _matrix_chain_product(
+        m, dim, initial, reverse, order, threads),
+    lambda arrays, r, initial, gr, gf, dim, reverse, threads, order: matrix_chain_product_backward(
+        arrays[0], gr, dim, initial, reverse, order, initial is not None, threads), 1, more=1)
+
+
+def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
+                 return_final=False, threads=0):
+    """Cumulative products M[0] @ ... @ M[t] ('left_to_right'; 'right_to_left': M[t] @ ... @ M[0]) of matrices
+    (..., T, ..., N, N); ``initial``: the product before the first step (default the identity).
+    Differentiable in the matrices and initial (not with ``exclusive``)."""
+    if exclusive:
+        return _matrix_chain(matrices, dim, initial, reverse, True, order, return_final, threads)
+    m = jnp.asarray(matrices)
+    initial = None if initial is None else _per_sequence(initial, m, _time_axis(m, dim, "matrices", 2), "initial", 2)
+    return _matrix_chain_vjp(m, initial, dim, reverse, return_final, threads, order)
+
+
+def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0):
+    """The whole product of each sequence's matrices (batch shape + (N, N)); differentiable in the matrices
+    and initial."""
+    m = jnp.asarray(matrices)
+    initial = None if initial is None else _per_sequence(initial, m, _time_axis(m, dim, "matrices", 2), "initial", 2)
+    return _matrix_chain_product_vjp(m, initial, dim, reverse, False, threads, order)

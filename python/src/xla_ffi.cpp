@@ -3,7 +3,8 @@
 // buffers. The attribute `dim` (negative: counted from the last axis, so that vmap's leading batch axes
 // leave it in place) is the time axis; the axes before it and the axes after it are the view's two batch
 // extents, so that sequence s is the C-order index of every other axis, as per-sequence buffers (initial
-// and final states, one a sequence) are laid out. Optional buffers come last; attributes say which are
+// and final states, one a sequence) are laid out. Arrays of N-vectors and N x N matrices (the affine
+// recurrence, the matrix chains) keep their element's axes last; the time axis counts among the others. Optional buffers come last; attributes say which are
 // there. The CPU targets run the host backend (`threads` workers), the CUDA targets the CUDA backend on
 // XLA's stream of the current device (when the extension has it). Errors are parascan::error's message,
 // raised by JAX; parascan.jax checks shapes and dtypes before it calls.
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 #include <string>
 
 #include "entries.hpp"
@@ -50,17 +52,22 @@ struct call {
   }
 };
 
+/// The bytes of one of a buffer's elements (a scalar of its dtype; complex: both parts).
+index_t scalar_bytes(const ffi::AnyBuffer& b) { return index_t(ffi::ByteWidth(b.element_type())); }
+
 /// The batch extents and length of the time axis of a buffer (all buffers of a scan share them).
 struct time_layout {
   index_t outer = 1, steps = 1, inner = 1;
 };
 
-time_layout layout_of(const ffi::AnyBuffer& b, std::int64_t dim, const char* name) {
+/// The layout of a buffer of scalars (element_axes 0), N-vectors (1) or N x N matrices (2, N = its last
+/// extent): the element's axes are the last, the time axis `dim` counts among the others.
+time_layout layout_of(const ffi::AnyBuffer& b, std::int64_t dim, const char* name, int element_axes = 0) {
   const auto dims = b.dimensions();
-  const std::int64_t n = std::int64_t(dims.size()), t = dim < 0 ? dim + n : dim;
+  const std::int64_t n = std::int64_t(dims.size()) - element_axes, t = dim < 0 ? dim + n : dim;
   if (t < 0 || t >= n)
-    parascan::detail::fail("dim", std::string("an axis of ") + name + " (" + std::to_string(n) + " axes), got " +
-                                      std::to_string(dim));
+    parascan::detail::fail("dim", std::string("an axis of ") + name + " (" + std::to_string(n) +
+                                      " axes before its element's), got " + std::to_string(dim));
   time_layout l;
   for (std::int64_t k = 0; k < n; ++k) (k < t ? l.outer : k == t ? l.steps : l.inner) *= index_t(dims[k]);
   return l;
@@ -69,20 +76,22 @@ time_layout layout_of(const ffi::AnyBuffer& b, std::int64_t dim, const char* nam
 /// The parascan view of a row-major buffer laid out as `l`.
 template <class T>
 parascan::sequences<T> view(const ffi::AnyBuffer& b, const time_layout& l, const char* name) {
-  const auto want = l.outer * l.steps * l.inner;
+  const auto want = l.outer * l.steps * l.inner * index_t(sizeof(T) / scalar_bytes(b));
   if (index_t(b.element_count()) != want)
     parascan::detail::fail(name, "the first input's shape (" + std::to_string(want) + " elements), got " +
                                      std::to_string(b.element_count()));
   return parascan::strided(static_cast<T*>(b.untyped_data()), l.outer, l.inner, l.steps * l.inner, 1, l.steps, l.inner);
 }
 
-/// A per-sequence buffer (one value of T a sequence), or nullptr where the call has none.
+/// A per-sequence buffer (one value of T a sequence: a scalar, a vector, a matrix), or nullptr where the call
+/// has none.
 template <class T>
 T* per_sequence(const call& c, bool present, std::size_t k, bool output, const time_layout& l, const char* name) {
   if (!present) return nullptr;
   const ffi::AnyBuffer b = output ? c.ret(k) : c.arg(k);
-  if (index_t(b.element_count()) != l.outer * l.inner)
-    parascan::detail::fail(name, std::to_string(l.outer * l.inner) + " values (one per sequence), got " +
+  const index_t want = l.outer * l.inner * index_t(sizeof(T) / scalar_bytes(b));
+  if (index_t(b.element_count()) != want)
+    parascan::detail::fail(name, std::to_string(want) + " values (one per sequence), got " +
                                      std::to_string(b.element_count()));
   return static_cast<T*>(b.untyped_data());
 }
@@ -107,10 +116,28 @@ void dispatch(ffi::DataType d, F&& f) {
                                             : "float32 or float64");
 }
 
-template <class T>
-parascan::options<T> scan_options(const call& c, T* initial, T* final) {
-  parascan::options<T> o;
-  o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive"), o.initial = initial, o.final = final;
+/// A forward scan's options: initial (input `initial_at`, where has_initial) and the final states (output
+/// 1, where the call has a second output).
+template <class Y>
+parascan::options<Y> forward_options(const call& c, const time_layout& l, std::size_t initial_at) {
+  parascan::options<Y> o;
+  o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive");
+  o.initial = per_sequence<Y>(c, c.flag("has_initial"), initial_at, false, l, "initial");
+  o.final = per_sequence<Y>(c, c.rets.size() > 1, 1, true, l, "final");
+  return o;
+}
+
+/// A backward pass's options: initial and grad_final (inputs from `first`, where has_initial /
+/// has_grad_final) and dL/dinitial (output `grad_initial_at`, where the call has it).
+template <class Y>
+parascan::backward_options<Y> backward_options(const call& c, const time_layout& l, std::size_t first,
+                                               std::size_t grad_initial_at) {
+  const bool initial = c.flag("has_initial");
+  parascan::backward_options<Y> o;
+  o.reverse = c.flag("reverse");
+  o.initial = per_sequence<Y>(c, initial, first, false, l, "initial");
+  o.grad_final = per_sequence<Y>(c, c.flag("has_grad_final"), first + initial, false, l, "grad_final");
+  o.grad_initial = per_sequence<Y>(c, c.rets.size() > grad_initial_at, grad_initial_at, true, l, "grad_initial");
   return o;
 }
 
@@ -126,11 +153,8 @@ struct linear_recurrence_entry {
       using T = decltype(tag);
       using Acc = pyext::acc_t<T>;
       const time_layout l = layout_of(a, c.attr<std::int64_t>("dim"), "gates");
-      const bool final = c.rets.size() > 1;
       pyext::linear_recurrence(exec, view<const T>(a, l, "gates"), view<const T>(c.arg(1), l, "tokens"),
-                               view<T>(c.ret(0), l, "x"),
-                               scan_options<Acc>(c, per_sequence<Acc>(c, c.flag("has_initial"), 2, false, l, "initial"),
-                                                 per_sequence<Acc>(c, final, 1, true, l, "final")));
+                               view<T>(c.ret(0), l, "x"), forward_options<Acc>(c, l, 2));
     });
   }
 };
@@ -144,12 +168,7 @@ struct linear_recurrence_backward_entry {
       using T = decltype(tag);
       using Acc = pyext::acc_t<T>;
       const time_layout l = layout_of(a, c.attr<std::int64_t>("dim"), "gates");
-      const bool initial = c.flag("has_initial");
-      parascan::backward_options<Acc> o;
-      o.reverse = c.flag("reverse");
-      o.initial = per_sequence<Acc>(c, initial, 3, false, l, "initial");
-      o.grad_final = per_sequence<Acc>(c, c.flag("has_grad_final"), initial ? 4 : 3, false, l, "grad_final");
-      o.grad_initial = per_sequence<Acc>(c, c.rets.size() > 2, 2, true, l, "grad_initial");
+      const auto o = backward_options<Acc>(c, l, 3, 2);
       pyext::linear_recurrence_backward(exec, view<const T>(a, l, "gates"), view<const T>(c.arg(1), l, "x"),
                                         view<const T>(c.arg(2), l, "grad_x"), view<T>(c.ret(0), l, "grad_gates"),
                                         view<T>(c.ret(1), l, "grad_tokens"), o);
@@ -167,8 +186,7 @@ struct real_scan_entry {
       const time_layout l = layout_of(x, c.attr<std::int64_t>("dim"), "x");
       const auto in = view<const T>(x, l, "x");
       const auto out = view<T>(c.ret(0), l, "y");
-      const auto o = scan_options<T>(c, per_sequence<T>(c, c.flag("has_initial"), 1, false, l, "initial"),
-                                     per_sequence<T>(c, c.rets.size() > 1, 1, true, l, "final"));
+      const auto o = forward_options<T>(c, l, 1);
       using K = pyext::scan_kind;
       switch (K(c.attr<std::int64_t>("kind"))) {
         case K::cumsum: return pyext::scan<K::cumsum>(exec, in, out, o);
@@ -190,12 +208,8 @@ struct logcumsumexp_backward_entry {
     dispatch<false>(x.element_type(), [&](auto tag) {
       using T = decltype(tag);
       const time_layout l = layout_of(x, c.attr<std::int64_t>("dim"), "x");
-      const bool initial = c.flag("has_initial");
-      parascan::backward_options<T> o;
-      o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive");
-      o.initial = per_sequence<T>(c, initial, 3, false, l, "initial");
-      o.grad_final = per_sequence<T>(c, c.flag("has_grad_final"), initial ? 4 : 3, false, l, "grad_final");
-      o.grad_initial = per_sequence<T>(c, c.rets.size() > 1, 1, true, l, "grad_initial");
+      auto o = backward_options<T>(c, l, 3, 1);
+      o.exclusive = c.flag("exclusive");
       pyext::logcumsumexp_backward(exec, view<const T>(x, l, "x"), view<const T>(c.arg(1), l, "y"),
                                    view<const T>(c.arg(2), l, "grad_y"), view<T>(c.ret(0), l, "grad_x"), o);
     });
@@ -212,9 +226,7 @@ struct log_linear_recurrence_entry {
       const time_layout l = layout_of(la, c.attr<std::int64_t>("dim"), "log_gates");
       pyext::log_linear_recurrence(
           exec, view<const T>(la, l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
-          view<T>(c.ret(0), l, "log_x"),
-          scan_options<T>(c, per_sequence<T>(c, c.flag("has_initial"), 2, false, l, "initial"),
-                          per_sequence<T>(c, c.rets.size() > 1, 1, true, l, "final")));
+          view<T>(c.ret(0), l, "log_x"), forward_options<T>(c, l, 2));
     });
   }
 };
@@ -228,16 +240,127 @@ struct log_linear_recurrence_backward_entry {
     dispatch<false>(la.element_type(), [&](auto tag) {
       using T = decltype(tag);
       const time_layout l = layout_of(la, c.attr<std::int64_t>("dim"), "log_gates");
-      const bool initial = c.flag("has_initial");
-      parascan::backward_options<T> o;
-      o.reverse = c.flag("reverse");
-      o.initial = per_sequence<T>(c, initial, 4, false, l, "initial");
-      o.grad_final = per_sequence<T>(c, c.flag("has_grad_final"), initial ? 5 : 4, false, l, "grad_final");
-      o.grad_initial = per_sequence<T>(c, c.rets.size() > 2, 2, true, l, "grad_initial");
+      const auto o = backward_options<T>(c, l, 4, 2);
       pyext::log_linear_recurrence_backward(
           exec, view<const T>(la, l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
           view<const T>(c.arg(2), l, "log_x"), view<const T>(c.arg(3), l, "grad_log_x"),
           view<T>(c.ret(0), l, "grad_log_gates"), view<T>(c.ret(1), l, "grad_log_tokens"), o);
+    });
+  }
+};
+
+// ---- Matrices (N x N, N = 2, 3, 4, 8, 16; float32, float64): the element's axes are the buffers' last.
+
+/// Calls f(S{}, integral_constant<int, N>{}) for a buffer of N x N matrices.
+template <class F>
+void dispatch_matrix(const ffi::AnyBuffer& m, const char* name, F&& f) {
+  const auto dims = m.dimensions();
+  if (dims.size() < 3 || dims[dims.size() - 1] != dims[dims.size() - 2])
+    parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
+  const auto by_size = [&](auto scalar) {
+    switch (dims[dims.size() - 1]) {
+      case 2: return f(scalar, std::integral_constant<int, 2>{});
+      case 3: return f(scalar, std::integral_constant<int, 3>{});
+      case 4: return f(scalar, std::integral_constant<int, 4>{});
+      case 8: return f(scalar, std::integral_constant<int, 8>{});
+      case 16: return f(scalar, std::integral_constant<int, 16>{});
+      default: parascan::detail::fail(std::string(name) + ".shape", "N x N matrices with N = 2, 3, 4, 8 or 16");
+    }
+  };
+  if (m.element_type() == ffi::DataType::F32) return by_size(float{});
+  if (m.element_type() == ffi::DataType::F64) return by_size(double{});
+  parascan::detail::fail(std::string(name) + ".dtype", "float32 or float64");
+}
+
+/// Calls f(integral_constant<chain_order>{}) for the attribute right_to_left.
+template <class F>
+void dispatch_order(const call& c, F&& f) {
+  using parascan::chain_order;
+  if (c.flag("right_to_left")) return f(std::integral_constant<chain_order, chain_order::right_to_left>{});
+  f(std::integral_constant<chain_order, chain_order::left_to_right>{});
+}
+
+/// W, b [, initial] -> x [, final]: x[t] = W[t] x[t-1] + b[t]
+struct affine_recurrence_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto w = c.arg(0);
+    dispatch_matrix(w, "W", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using state = pyext::state_vector_of<S, N.value>;
+      using V = pyext::vector_of<S, N.value>;
+      const time_layout l = layout_of(w, c.attr<std::int64_t>("dim"), "W", 2);
+      pyext::affine_recurrence<Exec, S, N.value>(
+          exec, view<const pyext::matrix_of<S, N.value>>(w, l, "W"), view<const V>(c.arg(1), l, "b"),
+          view<V>(c.ret(0), l, "x"), forward_options<state>(c, l, 2));
+    });
+  }
+};
+
+/// W, x, grad_x [, initial] [, grad_final] -> grad_W, grad_b [, grad_initial]
+struct affine_recurrence_backward_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto w = c.arg(0);
+    dispatch_matrix(w, "W", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = pyext::matrix_of<S, N.value>;
+      using V = pyext::vector_of<S, N.value>;
+      using state = pyext::state_vector_of<S, N.value>;
+      const time_layout l = layout_of(w, c.attr<std::int64_t>("dim"), "W", 2);
+      const auto o = backward_options<state>(c, l, 3, 2);
+      pyext::affine_recurrence_backward<Exec, S, N.value>(
+          exec, view<const M>(w, l, "W"), view<const V>(c.arg(1), l, "x"), view<const V>(c.arg(2), l, "grad_x"),
+          view<M>(c.ret(0), l, "grad_W"), view<V>(c.ret(1), l, "grad_b"), o);
+    });
+  }
+};
+
+/// M [, initial] -> the products P [, final], or (attribute product) the whole product R
+struct matrix_chain_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto m = c.arg(0);
+    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = pyext::matrix_of<S, N.value>;
+      const time_layout l = layout_of(m, c.attr<std::int64_t>("dim"), "matrices", 2);
+      const bool product = c.flag("product");  // one output: the product (no final states)
+      const auto o = forward_options<M>(c, l, 1);
+      dispatch_order(c, [&](auto order) {
+        if (product)
+          pyext::matrix_chain_product<order.value, Exec, S, N.value>(
+              exec, view<const M>(m, l, "matrices"), per_sequence<M>(c, true, 0, true, l, "result"), o);
+        else
+          pyext::matrix_chain<order.value, Exec, S, N.value>(exec, view<const M>(m, l, "matrices"),
+                                                              view<M>(c.ret(0), l, "products"), o);
+      });
+    });
+  }
+};
+
+/// M, P, grad_P [, initial] [, grad_final] -> grad_M [, grad_initial]; with the attribute product:
+/// M, grad_R [, initial] -> grad_M [, grad_initial]
+struct matrix_chain_backward_entry {
+  template <class Exec>
+  static void run(const Exec& exec, const call& c) {
+    const auto m = c.arg(0);
+    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+      using S = decltype(scalar);
+      using M = pyext::matrix_of<S, N.value>;
+      const time_layout l = layout_of(m, c.attr<std::int64_t>("dim"), "matrices", 2);
+      const bool product = c.flag("product");  // M, grad_R [, initial]: no grad_final
+      const auto o = backward_options<M>(c, l, product ? 2 : 3, 1);
+      dispatch_order(c, [&](auto order) {
+        if (product)
+          pyext::matrix_chain_product_backward<order.value, Exec, S, N.value>(
+              exec, view<const M>(m, l, "matrices"), per_sequence<M>(c, true, 1, false, l, "grad_result"),
+              view<M>(c.ret(0), l, "grad_matrices"), o);
+        else
+          pyext::matrix_chain_backward<order.value, Exec, S, N.value>(
+              exec, view<const M>(m, l, "matrices"), view<const M>(c.arg(1), l, "products"),
+              view<const M>(c.arg(2), l, "grad_products"), view<M>(c.ret(0), l, "grad_matrices"), o);
+      });
     });
   }
 };
@@ -311,5 +434,9 @@ nb::dict pyext::xla_targets() {
   add<logcumsumexp_backward_entry>(targets, "logcumsumexp_backward");
   add<log_linear_recurrence_entry>(targets, "log_linear_recurrence");
   add<log_linear_recurrence_backward_entry>(targets, "log_linear_recurrence_backward");
+  add<affine_recurrence_entry>(targets, "affine_recurrence");
+  add<affine_recurrence_backward_entry>(targets, "affine_recurrence_backward");
+  add<matrix_chain_entry>(targets, "matrix_chain");
+  add<matrix_chain_backward_entry>(targets, "matrix_chain_backward");
   return targets;
 }

@@ -46,12 +46,71 @@ def test_scans_on_jax_arrays_match_jax():
                                np.asarray(jax.lax.cumlogsumexp(x, axis=1)), atol=1e-5)
 
 
-def test_matrices_of_jax_arrays_on_a_gpu_are_refused():
-    if not GPUS:
-        pytest.skip("no JAX GPU device")
-    m = jax.device_put(np.ones((2, 8, 2, 2), np.float32), GPUS[0])
-    with pytest.raises(ValueError, match="JAX arrays on a GPU"):
-        parascan.matrix_chain(m, dim=1)
+def contracting(shape, n, dtype=np.float64):
+    """Random N x N matrices of spectral norm below 1 (products and recurrences stay bounded)."""
+    m = RNG.standard_normal(shape + (n, n))
+    return (0.9 * m / np.linalg.norm(m, axis=(-2, -1), keepdims=True)).astype(dtype)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+@pytest.mark.parametrize("n", [2, 3, 16])
+def test_matrices_through_xla_match_the_host_backend(device, n):
+    """The XLA entries against the NumPy path (the same host kernels on the CPU; on the GPU within fp64
+    rounding): every option, both orders, a time axis in the middle."""
+    import parascan.jax as pj
+    W = contracting((2, 37, 3), n)
+    b = RNG.standard_normal((2, 37, 3, n))
+    x0, m0 = RNG.standard_normal((2, 3, n)), contracting((2, 3), n)
+    jW, jb, jx0, jm0 = on(device, W, b, x0, m0)
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            got = pj.affine_recurrence(jW, jb, dim=1, initial=jx0, reverse=reverse, exclusive=exclusive,
+                                       return_final=True)
+            want = parascan.affine_recurrence(W, b, dim=1, initial=x0, reverse=reverse, exclusive=exclusive,
+                                              return_final=True)
+            for g, w in zip(got, want):
+                assert g.devices() == {device}
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+            for order in ("left_to_right", "right_to_left"):
+                got = pj.matrix_chain(jW, dim=1, initial=jm0, reverse=reverse, exclusive=exclusive, order=order,
+                                      return_final=True)
+                want = parascan.matrix_chain(W, dim=1, initial=m0, reverse=reverse, exclusive=exclusive, order=order,
+                                             return_final=True)
+                for g, w in zip(got, want):
+                    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+        for order in ("left_to_right", "right_to_left"):
+            np.testing.assert_allclose(
+                np.asarray(pj.matrix_chain_product(jW, dim=1, initial=jm0, reverse=reverse, order=order)),
+                parascan.matrix_chain_product(W, dim=1, initial=m0, reverse=reverse, order=order), rtol=1e-12,
+                atol=1e-12)
+    # the generic functions send JAX arrays (GPU ones included) here
+    np.testing.assert_allclose(np.asarray(parascan.matrix_chain_product(jW, dim=1)),
+                               parascan.matrix_chain_product(W, dim=1), rtol=1e-12, atol=1e-12)
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+def test_matrix_gradients_through_xla(device):
+    import parascan.jax as pj
+    W, b = on(device, contracting((2, 9), 3), RNG.standard_normal((2, 9, 3)))
+    x0, m0 = on(device, RNG.standard_normal((2, 3)), contracting((2,), 3))
+    for reverse in (False, True):
+        numerical_check(lambda W, b, i: pj.affine_recurrence(W, b, initial=i, reverse=reverse, return_final=True),
+                        (W, b, x0))
+        for order in ("left_to_right", "right_to_left"):
+            numerical_check(lambda m, i: pj.matrix_chain(m, initial=i, reverse=reverse, order=order,
+                                                         return_final=True), (W, m0))
+            numerical_check(lambda m, i: pj.matrix_chain_product(m, initial=i, reverse=reverse, order=order), (W, m0))
+    numerical_check(lambda m: pj.matrix_chain_product(m, dim=0), (W,))
+    mapped = jax.vmap(lambda m: pj.matrix_chain_product(m, dim=0))(W)  # vmap over the batch axis
+    np.testing.assert_allclose(np.asarray(mapped), np.asarray(pj.matrix_chain_product(W, dim=1)), rtol=1e-12)
+    with pytest.raises(ValueError, match="N x N matrices"):
+        pj.matrix_chain(on(device, np.ones((2, 5, 5, 5))))
+    with pytest.raises(ValueError, match="b.shape"):
+        pj.affine_recurrence(W, on(device, np.ones((2, 9, 4))))
+    with pytest.raises(ValueError, match="order"):
+        pj.matrix_chain(W, order="up")
 
 
 @xla
@@ -204,7 +263,7 @@ def test_bad_arguments_through_xla():
         pj.linear_recurrence(x, x, dim=2)
     with pytest.raises(ValueError, match="initial: one value per sequence"):
         pj.linear_recurrence(x, x, initial=np.ones(3, np.float32))
-    with pytest.raises(ValueError, match="at least one axis"):
+    with pytest.raises(ValueError, match="a time axis"):
         pj.cumsum(on(CPU, np.float32(1)))
     with pytest.raises(ValueError, match="initial: real values"):
         pj.cumsum(x, initial=1 + 5j)
