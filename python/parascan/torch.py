@@ -74,12 +74,15 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _TORCH_TYPES.update(_PLAIN)  # they reach the extension as DLPack capsules (parascan._dl)
 
 
+def _eager(*tensors) -> bool:
+    """Plain tensors outside tracing: no torch.compile / export, no tensor subclass (fake, functional,
+    DTensor), which need the custom op (a graph holds one node) rather than an autograd.Function."""
+    return not torch.compiler.is_compiling() and all(type(t) in _PLAIN for t in tensors if isinstance(t, torch.Tensor))
+
+
 def _call(op, eager, *args):
-    """The custom op where PyTorch traces (torch.compile, export) or a tensor subclass dispatches (fake,
-    functional, DTensor), so that a graph holds one node; else the eager autograd.Function."""
-    if torch.compiler.is_compiling() or any(type(a) not in _PLAIN for a in args if isinstance(a, torch.Tensor)):
-        return op(*args)
-    return eager.apply(*args)
+    """The custom op where PyTorch traces or a tensor subclass dispatches; else the eager autograd.Function."""
+    return eager.apply(*args) if _eager(*args) else op(*args)
 
 
 def _accumulator(t: torch.Tensor) -> torch.dtype:
@@ -222,11 +225,6 @@ class _PlainRecurrence(torch.autograd.Function):
         return grad_gates, grad_tokens, None, None
 
 
-def _plain(gates: torch.Tensor, tokens: torch.Tensor) -> bool:
-    """Eager plain tensors (not traced, no tensor subclass): _call's test, for two tensors."""
-    return type(gates) in _PLAIN and type(tokens) in _PLAIN and not torch.compiler.is_compiling()
-
-
 def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
                       initial: Optional[torch.Tensor] = None, reverse: bool = False,
                       recompute: bool = False) -> torch.Tensor:
@@ -241,7 +239,7 @@ def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,
         initial = initial.to(dtype=_accumulator(tokens)).expand(_batch(tokens, dim)).contiguous()
     if recompute:
         return _call(_forward_recompute, _LinearRecurrenceRecompute, gates, tokens, initial, dim, reverse)
-    if initial is None and _plain(gates, tokens):
+    if initial is None and _eager(gates, tokens):
         return _PlainRecurrence.apply(gates, tokens, dim, reverse)
     return _call(_forward, _LinearRecurrence, gates, tokens, initial, dim, reverse)
 
@@ -639,6 +637,6 @@ def scan(gates: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     if gates.dim() != 3 or tokens.shape != gates.shape:
         raise ValueError("parascan: scan: gates and tokens of one shape (B, C, T), got %s and %s"
                          % (tuple(gates.shape), tuple(tokens.shape)))
-    if _plain(gates, tokens):
+    if _eager(gates, tokens):
         return _PlainRecurrence.apply(gates, tokens, 2, False)
     return _call(_forward, _LinearRecurrence, gates, tokens, None, 2, False)

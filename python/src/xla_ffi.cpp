@@ -96,24 +96,28 @@ T* per_sequence(const call& c, bool present, std::size_t k, bool output, const t
   return static_cast<T*>(b.untyped_data());
 }
 
-/// Calls f(T{}) for XLA's element type `d` (every buffer of the call shares it; parascan.jax checks): the
-/// real types, and with Complex16 also the complex and 16-bit ones (the linear recurrence's storage types).
+/// Calls f(T{}, layout) for the call's first input (`name`): its element type (every buffer of the call
+/// shares it; parascan.jax checks) and the layout that `dim` gives it. The real types, and with Complex16
+/// also the complex and 16-bit ones (the linear recurrence's storage types).
 template <bool Complex16, class F>
-void dispatch(ffi::DataType d, F&& f) {
-  switch (d) {
-    case ffi::DataType::F32: return f(float{});
-    case ffi::DataType::F64: return f(double{});
+void on_first_input(const call& c, const char* name, F&& f) {
+  const ffi::AnyBuffer first = c.arg(0);
+  const auto with = [&](auto tag) { f(tag, layout_of(first, c.attr<std::int64_t>("dim"), name)); };
+  switch (first.element_type()) {
+    case ffi::DataType::F32: return with(float{});
+    case ffi::DataType::F64: return with(double{});
     default: break;
   }
-  if constexpr (Complex16) switch (d) {
-      case ffi::DataType::C64: return f(std::complex<float>{});
-      case ffi::DataType::C128: return f(std::complex<double>{});
-      case ffi::DataType::BF16: return f(Eigen::bfloat16{});
-      case ffi::DataType::F16: return f(Eigen::half{});
+  if constexpr (Complex16) switch (first.element_type()) {
+      case ffi::DataType::C64: return with(std::complex<float>{});
+      case ffi::DataType::C128: return with(std::complex<double>{});
+      case ffi::DataType::BF16: return with(Eigen::bfloat16{});
+      case ffi::DataType::F16: return with(Eigen::half{});
       default: break;
     }
-  parascan::detail::fail("dtype", Complex16 ? "float32, float64, complex64, complex128, bfloat16 or float16"
-                                            : "float32 or float64");
+  parascan::detail::fail(std::string(name) + ".dtype", Complex16 ? "float32, float64, complex64, complex128, "
+                                                                   "bfloat16 or float16"
+                                                                 : "float32 or float64");
 }
 
 /// A forward scan's options: initial (input `initial_at`, where has_initial) and the final states (output
@@ -148,12 +152,10 @@ parascan::backward_options<Y> backward_options(const call& c, const time_layout&
 struct linear_recurrence_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto a = c.arg(0);
-    dispatch<true>(a.element_type(), [&](auto tag) {
+    on_first_input<true>(c, "gates", [&](auto tag, const time_layout& l) {
       using T = decltype(tag);
       using Acc = pyext::acc_t<T>;
-      const time_layout l = layout_of(a, c.attr<std::int64_t>("dim"), "gates");
-      pyext::linear_recurrence(exec, view<const T>(a, l, "gates"), view<const T>(c.arg(1), l, "tokens"),
+      pyext::linear_recurrence(exec, view<const T>(c.arg(0), l, "gates"), view<const T>(c.arg(1), l, "tokens"),
                                view<T>(c.ret(0), l, "x"), forward_options<Acc>(c, l, 2));
     });
   }
@@ -163,13 +165,11 @@ struct linear_recurrence_entry {
 struct linear_recurrence_backward_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto a = c.arg(0);
-    dispatch<true>(a.element_type(), [&](auto tag) {
+    on_first_input<true>(c, "gates", [&](auto tag, const time_layout& l) {
       using T = decltype(tag);
       using Acc = pyext::acc_t<T>;
-      const time_layout l = layout_of(a, c.attr<std::int64_t>("dim"), "gates");
       const auto o = backward_options<Acc>(c, l, 3, 2);
-      pyext::linear_recurrence_backward(exec, view<const T>(a, l, "gates"), view<const T>(c.arg(1), l, "x"),
+      pyext::linear_recurrence_backward(exec, view<const T>(c.arg(0), l, "gates"), view<const T>(c.arg(1), l, "x"),
                                         view<const T>(c.arg(2), l, "grad_x"), view<T>(c.ret(0), l, "grad_gates"),
                                         view<T>(c.ret(1), l, "grad_tokens"), o);
     });
@@ -180,11 +180,9 @@ struct linear_recurrence_backward_entry {
 struct real_scan_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto x = c.arg(0);
-    dispatch<false>(x.element_type(), [&](auto tag) {
+    on_first_input<false>(c, "x", [&](auto tag, const time_layout& l) {
       using T = decltype(tag);
-      const time_layout l = layout_of(x, c.attr<std::int64_t>("dim"), "x");
-      const auto in = view<const T>(x, l, "x");
+      const auto in = view<const T>(c.arg(0), l, "x");
       const auto out = view<T>(c.ret(0), l, "y");
       const auto o = forward_options<T>(c, l, 1);
       using K = pyext::scan_kind;
@@ -204,13 +202,11 @@ struct real_scan_entry {
 struct logcumsumexp_backward_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto x = c.arg(0);
-    dispatch<false>(x.element_type(), [&](auto tag) {
+    on_first_input<false>(c, "x", [&](auto tag, const time_layout& l) {
       using T = decltype(tag);
-      const time_layout l = layout_of(x, c.attr<std::int64_t>("dim"), "x");
       auto o = backward_options<T>(c, l, 3, 1);
       o.exclusive = c.flag("exclusive");
-      pyext::logcumsumexp_backward(exec, view<const T>(x, l, "x"), view<const T>(c.arg(1), l, "y"),
+      pyext::logcumsumexp_backward(exec, view<const T>(c.arg(0), l, "x"), view<const T>(c.arg(1), l, "y"),
                                    view<const T>(c.arg(2), l, "grad_y"), view<T>(c.ret(0), l, "grad_x"), o);
     });
   }
@@ -220,12 +216,10 @@ struct logcumsumexp_backward_entry {
 struct log_linear_recurrence_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto la = c.arg(0);
-    dispatch<false>(la.element_type(), [&](auto tag) {
+    on_first_input<false>(c, "log_gates", [&](auto tag, const time_layout& l) {
       using T = decltype(tag);
-      const time_layout l = layout_of(la, c.attr<std::int64_t>("dim"), "log_gates");
       pyext::log_linear_recurrence(
-          exec, view<const T>(la, l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
+          exec, view<const T>(c.arg(0), l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
           view<T>(c.ret(0), l, "log_x"), forward_options<T>(c, l, 2));
     });
   }
@@ -236,13 +230,11 @@ struct log_linear_recurrence_entry {
 struct log_linear_recurrence_backward_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto la = c.arg(0);
-    dispatch<false>(la.element_type(), [&](auto tag) {
+    on_first_input<false>(c, "log_gates", [&](auto tag, const time_layout& l) {
       using T = decltype(tag);
-      const time_layout l = layout_of(la, c.attr<std::int64_t>("dim"), "log_gates");
       const auto o = backward_options<T>(c, l, 4, 2);
       pyext::log_linear_recurrence_backward(
-          exec, view<const T>(la, l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
+          exec, view<const T>(c.arg(0), l, "log_gates"), view<const T>(c.arg(1), l, "log_tokens"),
           view<const T>(c.arg(2), l, "log_x"), view<const T>(c.arg(3), l, "grad_log_x"),
           view<T>(c.ret(0), l, "grad_log_gates"), view<T>(c.ret(1), l, "grad_log_tokens"), o);
     });
@@ -251,19 +243,22 @@ struct log_linear_recurrence_backward_entry {
 
 // ---- Matrices (N x N, N = 2, 3, 4, 8, 16; float32, float64): the element's axes are the buffers' last.
 
-/// Calls f(S{}, integral_constant<int, N>{}) for a buffer of N x N matrices.
+/// Calls f(S{}, integral_constant<int, N>{}, layout) for the call's first input (`name`), N x N matrices,
+/// and the layout that `dim` gives it.
 template <class F>
-void dispatch_matrix(const ffi::AnyBuffer& m, const char* name, F&& f) {
+void on_first_matrices(const call& c, const char* name, F&& f) {
+  const ffi::AnyBuffer m = c.arg(0);
   const auto dims = m.dimensions();
   if (dims.size() < 3 || dims[dims.size() - 1] != dims[dims.size() - 2])
     parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
   const auto by_size = [&](auto scalar) {
+    const auto with = [&](auto N) { f(scalar, N, layout_of(m, c.attr<std::int64_t>("dim"), name, 2)); };
     switch (dims[dims.size() - 1]) {
-      case 2: return f(scalar, std::integral_constant<int, 2>{});
-      case 3: return f(scalar, std::integral_constant<int, 3>{});
-      case 4: return f(scalar, std::integral_constant<int, 4>{});
-      case 8: return f(scalar, std::integral_constant<int, 8>{});
-      case 16: return f(scalar, std::integral_constant<int, 16>{});
+      case 2: return with(std::integral_constant<int, 2>{});
+      case 3: return with(std::integral_constant<int, 3>{});
+      case 4: return with(std::integral_constant<int, 4>{});
+      case 8: return with(std::integral_constant<int, 8>{});
+      case 16: return with(std::integral_constant<int, 16>{});
       default: parascan::detail::fail(std::string(name) + ".shape", "N x N matrices with N = 2, 3, 4, 8 or 16");
     }
   };
@@ -284,14 +279,12 @@ void dispatch_order(const call& c, F&& f) {
 struct affine_recurrence_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto w = c.arg(0);
-    dispatch_matrix(w, "W", [&](auto scalar, auto N) {
+    on_first_matrices(c, "W", [&](auto scalar, auto N, const time_layout& l) {
       using S = decltype(scalar);
       using state = pyext::state_vector_of<S, N.value>;
       using V = pyext::vector_of<S, N.value>;
-      const time_layout l = layout_of(w, c.attr<std::int64_t>("dim"), "W", 2);
       pyext::affine_recurrence<Exec, S, N.value>(
-          exec, view<const pyext::matrix_of<S, N.value>>(w, l, "W"), view<const V>(c.arg(1), l, "b"),
+          exec, view<const pyext::matrix_of<S, N.value>>(c.arg(0), l, "W"), view<const V>(c.arg(1), l, "b"),
           view<V>(c.ret(0), l, "x"), forward_options<state>(c, l, 2));
     });
   }
@@ -301,16 +294,14 @@ struct affine_recurrence_entry {
 struct affine_recurrence_backward_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto w = c.arg(0);
-    dispatch_matrix(w, "W", [&](auto scalar, auto N) {
+    on_first_matrices(c, "W", [&](auto scalar, auto N, const time_layout& l) {
       using S = decltype(scalar);
       using M = pyext::matrix_of<S, N.value>;
       using V = pyext::vector_of<S, N.value>;
       using state = pyext::state_vector_of<S, N.value>;
-      const time_layout l = layout_of(w, c.attr<std::int64_t>("dim"), "W", 2);
       const auto o = backward_options<state>(c, l, 3, 2);
       pyext::affine_recurrence_backward<Exec, S, N.value>(
-          exec, view<const M>(w, l, "W"), view<const V>(c.arg(1), l, "x"), view<const V>(c.arg(2), l, "grad_x"),
+          exec, view<const M>(c.arg(0), l, "W"), view<const V>(c.arg(1), l, "x"), view<const V>(c.arg(2), l, "grad_x"),
           view<M>(c.ret(0), l, "grad_W"), view<V>(c.ret(1), l, "grad_b"), o);
     });
   }
@@ -320,19 +311,17 @@ struct affine_recurrence_backward_entry {
 struct matrix_chain_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto m = c.arg(0);
-    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+    on_first_matrices(c, "matrices", [&](auto scalar, auto N, const time_layout& l) {
       using S = decltype(scalar);
       using M = pyext::matrix_of<S, N.value>;
-      const time_layout l = layout_of(m, c.attr<std::int64_t>("dim"), "matrices", 2);
       const bool product = c.flag("product");  // one output: the product (no final states)
       const auto o = forward_options<M>(c, l, 1);
       dispatch_order(c, [&](auto order) {
         if (product)
           pyext::matrix_chain_product<order.value, Exec, S, N.value>(
-              exec, view<const M>(m, l, "matrices"), per_sequence<M>(c, true, 0, true, l, "result"), o);
+              exec, view<const M>(c.arg(0), l, "matrices"), per_sequence<M>(c, true, 0, true, l, "result"), o);
         else
-          pyext::matrix_chain<order.value, Exec, S, N.value>(exec, view<const M>(m, l, "matrices"),
+          pyext::matrix_chain<order.value, Exec, S, N.value>(exec, view<const M>(c.arg(0), l, "matrices"),
                                                               view<M>(c.ret(0), l, "products"), o);
       });
     });
@@ -344,21 +333,19 @@ struct matrix_chain_entry {
 struct matrix_chain_backward_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    const auto m = c.arg(0);
-    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
+    on_first_matrices(c, "matrices", [&](auto scalar, auto N, const time_layout& l) {
       using S = decltype(scalar);
       using M = pyext::matrix_of<S, N.value>;
-      const time_layout l = layout_of(m, c.attr<std::int64_t>("dim"), "matrices", 2);
       const bool product = c.flag("product");  // M, grad_R [, initial]: no grad_final
       const auto o = backward_options<M>(c, l, product ? 2 : 3, 1);
       dispatch_order(c, [&](auto order) {
         if (product)
           pyext::matrix_chain_product_backward<order.value, Exec, S, N.value>(
-              exec, view<const M>(m, l, "matrices"), per_sequence<M>(c, true, 1, false, l, "grad_result"),
+              exec, view<const M>(c.arg(0), l, "matrices"), per_sequence<M>(c, true, 1, false, l, "grad_result"),
               view<M>(c.ret(0), l, "grad_matrices"), o);
         else
           pyext::matrix_chain_backward<order.value, Exec, S, N.value>(
-              exec, view<const M>(m, l, "matrices"), view<const M>(c.arg(1), l, "products"),
+              exec, view<const M>(c.arg(0), l, "matrices"), view<const M>(c.arg(1), l, "products"),
               view<const M>(c.arg(2), l, "grad_products"), view<M>(c.ret(0), l, "grad_matrices"), o);
       });
     });
