@@ -2,10 +2,11 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, stream_prefetch, complex, short; one
-//   executable each, built in parallel)
+//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, stream_prefetch,
+//   lookback, complex, short; one executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cstdio>
@@ -79,7 +80,7 @@ template <class Policy>
 struct tag {};
 
 /// Times one operator over (8, 1536, T) for every policy of the list.
-const char* combine_name(parascan::combine_variant c) {
+[[maybe_unused]] const char* combine_name(parascan::combine_variant c) {
   switch (c) {
     case parascan::combine_variant::warp: return "warp";
     case parascan::combine_variant::sequential: return "seq";
@@ -137,6 +138,41 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     std::fflush(stdout);
   };
   (one(Policies{}), ...);
+}
+
+/// One sequence of 2^28 steps (the single-pass look-back, cuda/lookback.cuh) under look-back tiles
+/// `Tiles...` (threads x items at min_blocks resident); `cub` adds CUB's InclusiveSum of the same floats.
+template <class Op, class... Tiles>
+void sweep_single(const char* what, double bytes_per_step, bool cub, tag<Tiles>...) {
+  const std::size_t n = std::size_t(1) << 28;
+  device_array<float> a(n), b(n), y(n);
+  fill<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 2);
+  fill<<<1024, 256>>>(b.p, n, -1.f, 1.f, 3);
+  const auto report = [&](const char* who, int threads, int items, int blocks, double ms) {
+    std::printf("%-10s single 2^28 %-8s threads %4d items %2d min_blocks %d: %8.4f ms %6.1f%% of copy\n", what, who,
+                threads, items, blocks, ms, 100.0 * bytes_per_step * double(n) / ms / 1e6 / copy_gbs);
+    std::fflush(stdout);
+  };
+  const auto one = [&](auto tiles) {
+    using T = decltype(tiles);
+    using P = parascan::single_pass_tiles<typename parascan::default_policy<Op, parascan::arch::sm90>::type, T>;
+    const auto view = [&](float* p) { return parascan::single(p, long(n)); };
+    const double ms = median_ms([&] {
+      if constexpr (std::is_same<Op, parascan::ops::sum<float>>::value)
+        parascan::prefix_scan<P>(parascan::cuda{}, Op{}, view(a.p), view(y.p));
+      else
+        parascan::prefix_scan<P>(parascan::cuda{}, Op{}, parascan::inputs(view(a.p), view(b.p)), view(y.p));
+    });
+    report("parascan", T::threads, T::items, T::min_blocks, ms);
+  };
+  (one(Tiles{}), ...);
+  if (cub) {
+    std::size_t temp_bytes = 0;
+    cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, a.p, y.p, int(n));
+    device_array<char> temp(temp_bytes);
+    const double ms = median_ms([&] { cub::DeviceScan::InclusiveSum(temp.p, temp_bytes, a.p, y.p, int(n)); });
+    report("cub", 0, 0, 0, ms);
+  }
 }
 
 using parascan::cuda_policy;
@@ -204,21 +240,18 @@ int main() {
         tag<cuda_policy<128, 8, blk, 8, 3>>{}, tag<cuda_policy<256, 4, blk, 4, 4>>{},
         tag<cuda_policy<256, 8, blk, 4, 3>>{});
 #elif defined(SWEEP_SCALAR_STREAM)
-  // Streamed cumsum (a block a sequence) from 2048 steps: the tile's threads x items and resident blocks,
-  // spills allowed (64 bytes) so that every candidate runs; the warps below 2048 steps.
+  // Streamed cumsum (a block a sequence) from 2048 steps: the tile's threads x items, resident blocks and
+  // L2-prefetched tiles (stages), spills allowed (64 bytes) so that every candidate runs; the warps below
+  // 2048 steps.
   using parascan::sm90_tuning::scalar_warps;
-  for (long T : {4096L, 16384L, 65536L})
+  for (long T : {4096L, 8192L, 16384L, 65536L})
     sweep<parascan::ops::sum<float>, float, float, float>(
-        "fp32 sum", T, 8.0, tag<from_2048<scalar_warps, 512, 4, 4>>{},
-        tag<from_2048<scalar_warps, 1024, 4, 2>>{},
-        tag<from_2048<scalar_warps, 256, 8, 8>>{},
-        tag<from_2048<scalar_warps, 512, 8, 4>>{},
-        tag<from_2048<scalar_warps, 512, 8, 3>>{},
-        tag<from_2048<scalar_warps, 256, 8, 6>>{},
-        tag<from_2048<scalar_warps, 1024, 8, 2>>{},
-        tag<from_2048<scalar_warps, 512, 8, 2>>{},
-        tag<from_2048<scalar_warps, 256, 16, 4>>{},
-        tag<from_2048<scalar_warps, 1024, 4, 1>>{});
+        "fp32 sum", T, 8.0, tag<from_2048<scalar_warps, 512, 4, 4>>{}, tag<from_2048<scalar_warps, 512, 4, 4, 2>>{},
+        tag<from_2048<scalar_warps, 512, 4, 3>>{}, tag<from_2048<scalar_warps, 1024, 4, 2>>{},
+        tag<from_2048<scalar_warps, 1024, 4, 2, 2>>{}, tag<from_2048<scalar_warps, 512, 8, 2>>{},
+        tag<from_2048<scalar_warps, 512, 8, 2, 2>>{}, tag<from_2048<scalar_warps, 256, 8, 4>>{},
+        tag<from_2048<scalar_warps, 256, 8, 6>>{}, tag<from_2048<scalar_warps, 256, 4, 8, 2>>{},
+        tag<from_2048<scalar_warps, 1024, 8, 1>>{}, tag<from_2048<scalar_warps, 256, 16, 2>>{});
 #elif defined(SWEEP_PAIR_STREAM)
   // The fp32 recurrence streamed (a block a sequence) from 2048 steps, one rung at a time (spills allowed,
   // 64 bytes, so that every candidate runs): the H100's ladder (512 x 4@4 from 2048, 1024 x 4@2 from 4096)
@@ -281,6 +314,16 @@ int main() {
         "lse", T, 8.0, tag<from_2048<scalar_warps, 128, 8, 8>>{}, tag<from_2048<scalar_warps, 128, 8, 8, 2>>{},
         tag<from_2048<scalar_warps, 256, 8, 4, 2>>{}, tag<from_2048<scalar_warps, 64, 8, 16, 2>>{});
   }
+#elif defined(SWEEP_LOOKBACK)
+  // One long sequence: the look-back's tiles (threads x items, resident blocks).
+  sweep_single<parascan::ops::linear_recurrence<float>>(
+      "fp32 pair", 12.0, false, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
+      tag<cuda_policy<256, 16, blk, 3>>{}, tag<cuda_policy<512, 8, blk, 2>>{}, tag<cuda_policy<256, 8, blk, 4>>{},
+      tag<cuda_policy<128, 16, blk, 4>>{}, tag<cuda_policy<512, 16, blk, 1>>{}, tag<cuda_policy<256, 12, blk, 3>>{});
+  sweep_single<parascan::ops::sum<float>>(
+      "fp32 sum", 8.0, true, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 3>>{},
+      tag<cuda_policy<256, 32, blk, 2>>{}, tag<cuda_policy<512, 8, blk, 3>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
+      tag<cuda_policy<128, 32, blk, 4>>{}, tag<cuda_policy<256, 24, blk, 3>>{});
 #else
   using c64 = cuda::std::complex<float>;
   for (long T : {1024L, 4096L, 65536L})

@@ -204,25 +204,79 @@ _LinearRecurrenceRecompute = _eager_function(_linear_recurrence, _setup_recomput
                                              _recompute_gradient(_linear_recurrence, _linear_recurrence_gradients))
 
 
+# The extension's dtype codes for arrays passed by address (parascan_ext.cpp's by_address).
+_DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.complex64: 2, torch.complex128: 3, torch.bfloat16: 4,
+                torch.float16: 5}
+
+
+def _address_code(dim: int, *tensors: torch.Tensor) -> Optional[int]:
+    """The extension's dtype code where `tensors` can go to it by address, else None: time last (`dim`), one
+    shape, dtype and device (the host, or a GPU of a CUDA build), C-contiguous, no lazy conjugate or
+    negation bit (on complex tensors, the only ones that carry them)."""
+    first = tensors[0]
+    code = _DTYPE_CODES.get(first.dtype)
+    if code is None or dim != first.dim() - 1 or not (first.is_cpu or (first.is_cuda and _parascan.has_cuda)):
+        return None
+    device = first.get_device()
+    for t in tensors:
+        if (t.dtype != first.dtype or t.shape != first.shape or t.get_device() != device or not t.is_contiguous()
+                or (2 <= code <= 3 and (t.is_conj() or t.is_neg()))):
+            return None
+    return code
+
+
+def _rows(t: torch.Tensor) -> int:
+    """The sequences of a tensor whose last axis is time."""
+    steps = t.shape[-1]
+    return t.numel() // steps if steps else 0
+
+
 class _PlainRecurrence(torch.autograd.Function):
     """The eager path of the commonest call, no initial state on plain tensors: a training step of short
-    sequences is host-bound (H200, (8, 1536, T <= 1024): ~0.2 ms a forward + backward whatever T), and the
-    generic path (a five-argument Function made by _eager_function, through _call) cost it ~30 us against
-    accelerated-scan's; the bare calls matched it."""
+    sequences is host-bound (H200, (8, 1536, T <= 1024): ~0.15 ms a forward + backward whatever T). The generic
+    path (a five-argument Function made by _eager_function, through _call) cost it ~30 us against
+    accelerated-scan's, and DLPack's capsules (torch's export, the extension's import) ~5 us a call more than
+    accelerated-scan's own extension takes its tensors: contiguous tensors with time last go to the
+    extension by address."""
 
     @staticmethod
     def forward(ctx, gates, tokens, dim, reverse):
-        x = _linear_recurrence(gates, tokens, None, dim, reverse)
+        code = _address_code(dim, gates, tokens)
+        if code is None:
+            x = _linear_recurrence(gates, tokens, None, dim, reverse)
+        else:
+            x = torch.empty_like(tokens)
+            _parascan.linear_recurrence_by_address(gates.data_ptr(), tokens.data_ptr(), x.data_ptr(), _rows(x),
+                                                   x.shape[-1], code, x.get_device(), reverse, 0, _stream(x))
         ctx.save_for_backward(gates, x)
         ctx.dim, ctx.reverse = dim, reverse
         return x
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_x):
-        gates, x = ctx.saved_tensors
+        # create_graph: these gradients are not differentiable themselves, and differentiating them must say
+        # so (once_differentiable); otherwise its no_grad scope costs a step microseconds for nothing.
+        if torch.is_grad_enabled():
+            return _plain_gradients_once(ctx, grad_x)
+        return _plain_gradients(ctx, grad_x)
+
+
+def _plain_gradients(ctx, grad_x):
+    gates, x = ctx.saved_tensors
+    grad_x = grad_x.contiguous()
+    code = _address_code(ctx.dim, gates, x, grad_x)
+    if code is None:
         grad_gates, grad_tokens, _ = _linear_recurrence_gradients(gates, x, grad_x, None, ctx.dim, ctx.reverse)
-        return grad_gates, grad_tokens, None, None
+    else:
+        grad_gates, grad_tokens = torch.empty_like(gates), torch.empty_like(gates)
+        _parascan.linear_recurrence_backward_by_address(gates.data_ptr(), x.data_ptr(), grad_x.data_ptr(),
+                                                        grad_gates.data_ptr(), grad_tokens.data_ptr(), _rows(x),
+                                                        x.shape[-1], code, x.get_device(), ctx.reverse, 0,
+                                                        _stream(x))
+    return grad_gates, grad_tokens, None, None
+
+
+_plain_gradients_once = torch.autograd.function.once_differentiable(_plain_gradients)
 
 
 def linear_recurrence(gates: torch.Tensor, tokens: torch.Tensor, dim: int = -1,

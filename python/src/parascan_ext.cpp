@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 
 #include <complex>
+#include <initializer_list>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -234,15 +235,16 @@ parascan::sequences<T> view_of(const A& a, const batch_plan& plan) {
 
 /// Runs f, naming the arguments in parascan's messages as the Python function does (inputs[k] -> its name).
 template <class F>
-void named(const std::vector<std::string>& inputs, F&& f) {
+void named(std::initializer_list<const char*> inputs, F&& f) {
   try {
     f();
   } catch (const parascan::error& e) {
     std::string message = e.what();
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      const std::string generic = "inputs[" + std::to_string(k) + "]";
+    std::size_t k = 0;
+    for (const char* input : inputs) {
+      const std::string generic = "inputs[" + std::to_string(k++) + "]";
       for (std::size_t at; (at = message.find(generic)) != std::string::npos;)
-        message.replace(at, generic.size(), inputs[k]);
+        message.replace(at, generic.size(), input);
     }
     throw parascan::error(message);
   }
@@ -358,6 +360,68 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
         pyext::linear_recurrence_backward(exec, a, view_of<const T>(x, plan), view_of<const T>(grad_x, plan),
                                           view_of<T>(grad_gates, plan), view_of<T>(grad_tokens, plan), o);
       });
+    });
+  });
+}
+
+/// The linear recurrence and its backward on C-contiguous (rows, T) arrays given by address, time last:
+/// parascan.torch's eager path for plain tensors. A training step of short sequences is host-bound, and
+/// DLPack's capsules (the framework's export, nanobind's import) cost it microseconds a call. The caller
+/// vouches for the arrays: live, `rows` x `T` elements of the dtype with code `dtype` (the order of the
+/// `dtype` enum: float32, float64, complex64, complex128, bfloat16, float16), all on `device` (< 0: host
+/// memory, run by the host backend's `threads` workers; else that CUDA device, on `stream`).
+template <class F>
+void by_address(int code, int device, unsigned threads, std::uintptr_t stream, F&& f) {
+  const auto run = [&](const auto& exec) {
+    switch (code) {
+      case int(dtype::f32): return f(exec, float{});
+      case int(dtype::f64): return f(exec, double{});
+      case int(dtype::c64): return f(exec, std::complex<float>{});
+      case int(dtype::c128): return f(exec, std::complex<double>{});
+      case int(dtype::bf16): return f(exec, Eigen::bfloat16{});
+      case int(dtype::f16): return f(exec, Eigen::half{});
+      default: parascan::detail::fail("dtype", "a code from 0 to 5, got " + std::to_string(code));
+    }
+  };
+  if (device < 0) return run(parascan::host{threads});
+#if PARASCAN_PY_CUDA
+  device_scope scope(device);
+  run(pyext::gpu{stream});
+#else
+  (void)stream;
+  parascan::detail::fail("device", "host memory (this build of the extension has the host backend only)");
+#endif
+}
+template <class T>
+parascan::sequences<T> rows_at(std::uintptr_t address, index_t rows, index_t steps) {
+  return parascan::bdt(reinterpret_cast<T*>(address), 1, rows, steps);
+}
+
+void linear_recurrence_by_address(std::uintptr_t gates, std::uintptr_t tokens, std::uintptr_t out, index_t rows,
+                                  index_t steps, int code, int device, bool reverse, unsigned threads,
+                                  std::uintptr_t stream) {
+  by_address(code, device, threads, stream, [&](const auto& exec, auto tag) {
+    using T = decltype(tag);
+    named({"gates", "tokens"}, [&] {
+      pyext::linear_recurrence(exec, rows_at<const T>(gates, rows, steps), rows_at<const T>(tokens, rows, steps),
+                               rows_at<T>(out, rows, steps),
+                               scan_options<pyext::acc_t<T>>(reverse, false, nullptr, nullptr));
+    });
+  });
+}
+
+void linear_recurrence_backward_by_address(std::uintptr_t gates, std::uintptr_t x, std::uintptr_t grad_x,
+                                           std::uintptr_t grad_gates, std::uintptr_t grad_tokens, index_t rows,
+                                           index_t steps, int code, int device, bool reverse, unsigned threads,
+                                           std::uintptr_t stream) {
+  by_address(code, device, threads, stream, [&](const auto& exec, auto tag) {
+    using T = decltype(tag);
+    parascan::backward_options<pyext::acc_t<T>> o;
+    o.reverse = reverse;
+    named({"gates", "grad_x", "x"}, [&] {
+      pyext::linear_recurrence_backward(exec, rows_at<const T>(gates, rows, steps), rows_at<const T>(x, rows, steps),
+                                        rows_at<const T>(grad_x, rows, steps), rows_at<T>(grad_gates, rows, steps),
+                                        rows_at<T>(grad_tokens, rows, steps), o);
     });
   });
 }
@@ -761,6 +825,13 @@ NB_MODULE(_parascan, m) {
         nb::arg("grad_gates"), nb::arg("grad_tokens"), nb::arg("dim"), nb::arg("initial").none(),
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("cu_seqlens").none(),
         nb::arg("threads"), nb::arg("stream") = 0);
+  m.def("linear_recurrence_by_address", &linear_recurrence_by_address, nb::arg("gates"), nb::arg("tokens"),
+        nb::arg("out"), nb::arg("rows"), nb::arg("steps"), nb::arg("dtype"), nb::arg("device"), nb::arg("reverse"),
+        nb::arg("threads"), nb::arg("stream") = 0);
+  m.def("linear_recurrence_backward_by_address", &linear_recurrence_backward_by_address, nb::arg("gates"),
+        nb::arg("x"), nb::arg("grad_x"), nb::arg("grad_gates"), nb::arg("grad_tokens"), nb::arg("rows"),
+        nb::arg("steps"), nb::arg("dtype"), nb::arg("device"), nb::arg("reverse"), nb::arg("threads"),
+        nb::arg("stream") = 0);
   m.def("logcumsumexp_backward", &logcumsumexp_backward, nb::arg("x"), nb::arg("y"), nb::arg("grad_y"),
         nb::arg("grad_x"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_final").none(),
         nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("exclusive"), nb::arg("cu_seqlens").none(),

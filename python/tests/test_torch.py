@@ -73,6 +73,37 @@ def test_scan_is_a_drop_in_for_accelerated_scan():
         pt.scan(a[0], b[0])
 
 
+def test_the_eager_path_by_address_and_its_fallbacks():
+    # Contiguous, time last: the extension takes the tensors by address; a transposed view, mixed dtypes or
+    # a lazy conjugate go through DLPack (same results, the same checks); create_graph keeps first-order
+    # gradients and refuses a second derivative.
+    a, b = inputs((3, 5, 33), torch.float64, requires_grad=True)
+    w = torch.randn(a.shape, generator=GEN, dtype=torch.float64)
+    for reverse in (False, True):
+        x = pt.linear_recurrence(a, b, reverse=reverse)
+        assert torch.allclose(x, loop(a, b, reverse=reverse), rtol=1e-12, atol=1e-12), SEED
+        ga, gb = torch.autograd.grad(x, (a, b), w)
+        at, bt = (t.detach().transpose(0, 1).contiguous().transpose(0, 1).requires_grad_() for t in (a, b))
+        assert not at.is_contiguous()
+        xt = pt.linear_recurrence(at, bt, reverse=reverse)
+        gat, gbt = torch.autograd.grad(xt, (at, bt), w)
+        assert torch.equal(x, xt) and torch.equal(ga, gat) and torch.equal(gb, gbt), SEED
+    ab, bb = inputs((2, 3, 40), torch.bfloat16)
+    xb = pt.scan(ab, bb)
+    assert xb.dtype == torch.bfloat16
+    assert torch.allclose(xb.double(), loop(ab, bb), rtol=2e-2, atol=2e-2), SEED
+    with pytest.raises(ValueError, match="tokens"):
+        pt.scan(a.detach(), b.detach().float())
+    x = pt.scan(a, b)
+    ga, = torch.autograd.grad(x, a, w, create_graph=True)
+    assert torch.allclose(ga, torch.autograd.grad(pt.scan(a, b), a, w)[0]), SEED
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad(ga.sum(), a)
+    ac = torch.complex(*inputs((2, 2, 9))).conj()
+    bc = torch.complex(*inputs((2, 2, 9)))
+    assert torch.allclose(pt.scan(ac, bc), pt.scan(ac.resolve_conj(), bc)), SEED
+
+
 def test_torch_compile_fullgraph():
     a, b = inputs((2, 3, 64), requires_grad=True)
 
