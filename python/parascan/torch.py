@@ -211,16 +211,17 @@ _DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.complex64: 2, torch.co
 
 def _address_code(dim: int, *tensors: torch.Tensor) -> Optional[int]:
     """The extension's dtype code where `tensors` can go to it by address, else None: time last (`dim`), one
-    shape, dtype and device (the host, or a GPU of a CUDA build), C-contiguous, no lazy conjugate or
-    negation bit (on complex tensors, the only ones that carry them)."""
+    shape, dtype and device (the host, or a GPU of a CUDA build), C-contiguous, no lazy negation bit (a real
+    view of a conjugate's imaginary part carries one) nor, on complex tensors, conjugate bit."""
     first = tensors[0]
     code = _DTYPE_CODES.get(first.dtype)
-    if code is None or dim != first.dim() - 1 or not (first.is_cpu or (first.is_cuda and _parascan.has_cuda)):
+    cuda = first.is_cuda
+    if code is None or dim != first.dim() - 1 or (cuda and not _parascan.has_cuda):
         return None
     device = first.get_device()
     for t in tensors:
-        if (t.dtype != first.dtype or t.shape != first.shape or t.get_device() != device or not t.is_contiguous()
-                or (2 <= code <= 3 and (t.is_conj() or t.is_neg()))):
+        if (t.is_cuda != cuda or not (cuda or t.is_cpu) or t.get_device() != device or t.dtype != first.dtype
+                or t.shape != first.shape or not t.is_contiguous() or t.is_neg() or (2 <= code <= 3 and t.is_conj())):
             return None
     return code
 
@@ -233,7 +234,7 @@ def _rows(t: torch.Tensor) -> int:
 
 class _PlainRecurrence(torch.autograd.Function):
     """The eager path of the commonest call, no initial state on plain tensors: a training step of short
-    sequences is host-bound (H200, (8, 1536, T <= 1024): ~0.15 ms a forward + backward whatever T). The generic
+    sequences is host-bound (H100, (8, 1536, T <= 512): ~0.15 ms a forward + backward whatever T). The generic
     path (a five-argument Function made by _eager_function, through _call) cost it ~30 us against
     accelerated-scan's, and DLPack's capsules (torch's export, the extension's import) ~5 us a call more than
     accelerated-scan's own extension takes its tensors: contiguous tensors with time last go to the

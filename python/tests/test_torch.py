@@ -102,6 +102,12 @@ def test_the_eager_path_by_address_and_its_fallbacks():
     ac = torch.complex(*inputs((2, 2, 9))).conj()
     bc = torch.complex(*inputs((2, 2, 9)))
     assert torch.allclose(pt.scan(ac, bc), pt.scan(ac.resolve_conj(), bc)), SEED
+    one = torch.complex(torch.ones(1, 1, 1, dtype=torch.float64), torch.full((1, 1, 1), 2.0, dtype=torch.float64))
+    neg = one.conj().imag  # a contiguous real view with the negation bit: -2
+    assert neg.is_neg() and neg.is_contiguous()
+    assert pt.scan(torch.ones_like(neg), neg).item() == -2.0
+    with pytest.raises((ValueError, BufferError)):  # a device of another type than the first tensor's
+        pt.scan(a.detach(), torch.empty(a.shape, dtype=a.dtype, device="meta"))
 
 
 def test_torch_compile_fullgraph():
