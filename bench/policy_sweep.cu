@@ -25,14 +25,37 @@ namespace {
 
 using bench::check_or_exit;
 
+/// Device memory from the stream-ordered pool, which main() makes keep what is freed: returning gigabytes
+/// to the driver (cudaFree) sets it to work in the background, and the case timed next reads ~10 points
+/// low (the copy floor's 4 GiB, then T = 4096 in an H100 sweep of cumsum, 2026-11-27; cuda_bench.cu's
+/// device_array says more).
 template <class T>
 struct device_array {
   T* p = nullptr;
   explicit device_array(std::size_t n) {
-    check_or_exit(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+    const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(T);
+    if (cudaMallocAsync(&p, bytes, 0) == cudaErrorMemoryAllocation) {  // the pool's keep in the way: trim
+      (void)cudaGetLastError();
+      cudaMemPool_t pool;
+      check_or_exit(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+      check_or_exit(cudaDeviceSynchronize(), "before trimming the pool");
+      check_or_exit(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+      check_or_exit(cudaMallocAsync(&p, bytes, 0), "cudaMallocAsync");
+    }
+    check_or_exit(cudaGetLastError(), "cudaMallocAsync");
   }
-  ~device_array() { cudaFree(p); }
+  ~device_array() { cudaFreeAsync(p, 0); }
+  device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
 };
+
+/// The default pool keeps freed memory (device_array).
+void keep_freed_memory() {
+  cudaMemPool_t pool;
+  check_or_exit(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+  unsigned long long keep = ~0ull;
+  check_or_exit(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+}
 
 template <class T>
 __global__ void fill(T* x, std::size_t n, float lo, float hi, unsigned seed) {
@@ -194,6 +217,7 @@ int main() {
   cudaDeviceProp prop{};
   check_or_exit(cudaGetDeviceProperties(&prop, 0), "device");
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  keep_freed_memory();
   measure_copy();
 #if defined(SWEEP_SHORT)
   // Short sequences: block size (sequences a block) and items for a warp per sequence.
