@@ -11,8 +11,8 @@
 #include <nanobind/stl/string.h>
 
 #include <complex>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -268,10 +268,10 @@ T* per_sequence(const std::optional<A>& a, index_t count, const std::string& nam
   return static_cast<T*>(const_cast<void*>(static_cast<const void*>(a->data())));
 }
 
-/// Calls f(T{}) for the element type of `a` (all arrays of a call share it; checked by the callee).
+/// Calls f(T{}) for the element type `d`.
 template <class F>
-void dispatch(const in_array& a, const std::string& name, F&& f) {
-  switch (dtype_of(a.dtype(), name)) {
+void dispatch_dtype(dtype d, F&& f) {
+  switch (d) {
     case dtype::f32: return f(float{});
     case dtype::f64: return f(double{});
     case dtype::c64: return f(std::complex<float>{});
@@ -279,6 +279,12 @@ void dispatch(const in_array& a, const std::string& name, F&& f) {
     case dtype::bf16: return f(Eigen::bfloat16{});
     case dtype::f16: return f(Eigen::half{});
   }
+}
+
+/// Calls f(T{}) for the element type of `a` (all arrays of a call share it; checked by the callee).
+template <class F>
+void dispatch(const in_array& a, const std::string& name, F&& f) {
+  dispatch_dtype(dtype_of(a.dtype(), name), f);
 }
 
 /// Calls f(T{}) for a float32 or float64 array (the operators with a real accumulator).
@@ -372,17 +378,9 @@ void linear_recurrence_backward(const in_array& gates, const in_array& x, const 
 /// memory, run by the host backend's `threads` workers; else that CUDA device, on `stream`).
 template <class F>
 void by_address(int code, int device, unsigned threads, std::uintptr_t stream, F&& f) {
-  const auto run = [&](const auto& exec) {
-    switch (code) {
-      case int(dtype::f32): return f(exec, float{});
-      case int(dtype::f64): return f(exec, double{});
-      case int(dtype::c64): return f(exec, std::complex<float>{});
-      case int(dtype::c128): return f(exec, std::complex<double>{});
-      case int(dtype::bf16): return f(exec, Eigen::bfloat16{});
-      case int(dtype::f16): return f(exec, Eigen::half{});
-      default: parascan::detail::fail("dtype", "a code from 0 to 5, got " + std::to_string(code));
-    }
-  };
+  if (code < int(dtype::f32) || code > int(dtype::f16))
+    parascan::detail::fail("dtype", "a code from 0 to 5, got " + std::to_string(code));
+  const auto run = [&](const auto& exec) { dispatch_dtype(dtype(code), [&](auto tag) { f(exec, tag); }); };
   if (device < 0) return run(parascan::host{threads});
 #if PARASCAN_PY_CUDA
   device_scope scope(device);
