@@ -369,7 +369,8 @@ using narrow_streams =
 using scalar_streams =
     streamed_ladder<scalar_warps, stream_rung<2048, stream<256, 4, 8>, 0, below_4_5_tbs>,
                     stream_rung<2048, stream<256, 4, 8, 2>, 0, from_4_5_tbs>,
-                    stream_rung<4096, stream<512, 4, 4>, 0, below_4_5_tbs>,
+                    stream_rung<4096, stream<512, 4, 4, 2>, 0, below_4_5_tbs>,
+                    stream_rung<8192, stream<1024, 4, 2, 2>, 0, below_4_5_tbs>,
                     stream_rung<8192, stream<512, 4, 4, 2>, 0, from_4_5_tbs>>;
 /// Streams for combines that cost more than their loads (log space: an exp and a log1p a combine): more
 /// items a thread and more warps a multiprocessor than the fp32 recurrence's 1024 x 4 at two blocks, which
