@@ -15,6 +15,7 @@
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
 
+#include <cmath>
 #include <cstring>
 
 namespace {
@@ -121,6 +122,8 @@ TEST_CASE("look-back: fp32 linear recurrence (8-byte states) and cumsum (4-byte)
         ptest::buffer<float> a(n), b(n), y(n), z(n);
         ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
         ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
+        ptest::fill(y, [] { return NAN; });  // poisoned: the element before a shifted view must stay so
+        ptest::fill(z, [] { return NAN; });
         parascan::options<float> opts;
         opts.reverse = reverse;
         parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
@@ -141,6 +144,7 @@ TEST_CASE("look-back: fp32 linear recurrence (8-byte states) and cumsum (4-byte)
         }
         CHECK(rec.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
         CHECK(sum.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+        if (shift == 1) CHECK((std::isnan(y.host[0]) && std::isnan(z.host[0])));
       }
 }
 
@@ -246,6 +250,7 @@ TEST_CASE("channel look-back: fp32 linear recurrence, unaligned rows, both direc
       ptest::buffer<float> a(n), b(n), y(n);
       ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
       ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
+      ptest::fill(y, [] { return NAN; });  // poisoned: the element before a shifted view must stay so
       parascan::options<float> opts;
       opts.reverse = reverse;
       const auto view = [&](float* p) { return parascan::btd(p + shift, B, T, D); };
@@ -257,6 +262,7 @@ TEST_CASE("channel look-back: fp32 linear recurrence, unaligned rows, both direc
         if (run == 0) first = y.host;
       }
       CHECK(std::memcmp(first.data(), y.host.data(), n * sizeof(float)) == 0);
+      if (shift == 1) CHECK(std::isnan(y.host[0]));
       ptest::error_meter err;
       for (index_t s = 0; s < B * D; ++s) {
         double x = 0;

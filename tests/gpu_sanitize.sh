@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The GPU suite under compute-sanitizer, every test case of every GPU test executable under each tool, one
+# job a (test case, tool), run in parallel over the machine's cores and GPUs: the sanitizers are
+# CPU-bound, and a whole executable under racecheck outlasts any sensible limit.
+#
+#   tests/gpu_sanitize.sh [build-dir] [tools...]       (default: build/gpu; memcheck racecheck initcheck synccheck)
+#
+# The executables must be built (tests/gpu_check.sh or `cmake --build --preset gpu`). Environment:
+#   JOBS     parallel jobs (default: the core count less two)
+#   GPUS     GPUs to spread them over (default: every visible one)
+#   LIMIT    seconds a job may run (default 600)
+#   FILTER   regex over executable names; LABEL: their ctest label (default gpu)
+#   OUT      where the logs go (default: build-dir/sanitize)
+#   RESUME=1 keep $OUT/results.txt and run only the jobs it lacks (a run cut short goes on)
+# $OUT/results.txt gets one line a job: executable, tool, exit status (124: over the limit; 2: no test case
+# ran), the tool's summary, test case. Prints the totals; exit status 1 when a job failed or found errors.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/gpu}
+[ $# -gt 0 ] && shift
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck initcheck synccheck)
+out=${OUT:-$build/sanitize}
+limit=${LIMIT:-600}
+gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
+[ "$gpus" -gt 0 ] || { echo "no GPU"; exit 1; }
+jobs=${JOBS:-$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))}
+mkdir -p "$out/logs"
+[ "${RESUME:-0}" = 1 ] && touch "$out/results.txt" || : >"$out/results.txt"
+
+executables=$(ctest --test-dir "$build" -N -L "${LABEL:-gpu}" 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p' |
+              grep -E "${FILTER:-.}" | grep -v example || true)
+# One line a job: gpu, executable, tool, test case (doctest separates its filters by commas and reads ? as
+# any one character, so a comma in a name becomes ?).
+list=$out/jobs.txt
+: >"$list"
+n=0
+for exe in $executables; do
+  path=$(find "$build" -type f -name "$exe" -perm -u+x | head -1)
+  [ -n "$path" ] || { echo "$exe: not built"; continue; }
+  while IFS= read -r name; do
+    for tool in "${tools[@]}"; do
+      printf '%s\t%s\t%s\t%s\n' "$((n % gpus))" "$path" "$tool" "${name//,/?}" >>"$list"
+      n=$((n + 1))
+    done
+  done < <("$path" --list-test-cases --no-version 2>/dev/null | grep -v '^\[doctest\]\|^=====' | grep -v '^$')
+done
+if [ -s "$out/results.txt" ]; then  # RESUME=1: the jobs of an earlier run that finished are not run again
+  awk -F'\t' 'NR == FNR { done[$1 "\t" $2 "\t" $5] = 1; next }
+               { n = split($2, p, "/"); if (!((p[n] "\t" $3 "\t" $4) in done)) print }' \
+    "$out/results.txt" "$list" >"$list.left"
+  mv "$list.left" "$list"
+fi
+echo "$(wc -l <"$list") jobs ($(echo $executables | wc -w) executables x test cases x ${#tools[@]} tools)," \
+  "$jobs at a time on $gpus GPUs"
+
+run_one() {
+  IFS=$'\t' read -r gpu path tool name <<<"$1"
+  local log
+  log="$out/logs/$(basename "$path")-$tool-$(printf '%s' "$name" | md5sum | cut -c1-8).log"
+  CUDA_VISIBLE_DEVICES=$gpu timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+    "$path" --test-case="$name" --no-version >"$log" 2>&1
+  local rc=$?
+  # A filter that matched nothing would pass silently: status 2 unless a test case ran.
+  [ $rc -eq 0 ] && ! grep -q 'test cases: *[1-9][0-9]* |' "$log" && rc=2
+  local summary
+  summary=$(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^========= //')
+  printf '%s\t%s\t%s\t%s\t%s\n' "$(basename "$path")" "$tool" "$rc" "${summary:-no summary}" "$name" \
+    >>"$out/results.txt"
+}
+export -f run_one
+export out limit
+# Spread the heavy executables' jobs over the run rather than queueing them together.
+shuf "$list" | tr '\n' '\0' | xargs -0 -r -P "$jobs" -I{} bash -c 'run_one "$1"' _ {}
+
+clean=$(awk -F'\t' '$3 == 0' "$out/results.txt" | wc -l)
+over=$(awk -F'\t' '$3 == 124' "$out/results.txt" | wc -l)
+bad=$(awk -F'\t' '$3 != 0 && $3 != 124' "$out/results.txt" | wc -l)
+echo "clean: $clean, over the ${limit} s limit: $over, failed or reported errors: $bad"
+for tool in "${tools[@]}"; do
+  printf '  %-10s clean %4d  over the limit %3d  other %3d\n' "$tool" \
+    "$(awk -F'\t' -v t="$tool" '$2 == t && $3 == 0' "$out/results.txt" | wc -l)" \
+    "$(awk -F'\t' -v t="$tool" '$2 == t && $3 == 124' "$out/results.txt" | wc -l)" \
+    "$(awk -F'\t' -v t="$tool" '$2 == t && $3 != 0 && $3 != 124' "$out/results.txt" | wc -l)"
+done
+awk -F'\t' '$3 != 0' "$out/results.txt" | sort | head -40
+[ "$bad" -eq 0 ]
