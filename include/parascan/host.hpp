@@ -148,6 +148,16 @@ state_t<Op> scan_steps(const Op& op, const Pack& in, const Outs& out, index_t s,
 /// Chunk boundaries: `parts` near-equal pieces of n steps.
 inline index_t chunk_begin(index_t k, index_t parts, index_t n) { return n / parts * k + std::min(k, n % parts); }
 
+/// The carry after steps [p0, p1) of sequence s, from the carry before them and their total: op(carry,
+/// total) where both are finite_state(), else the steps folded onto the carry one by one, as one thread
+/// walks them (so that inf and NaN come out as they do on one thread; operator_traits.hpp).
+template <class Op, class Pack>
+state_t<Op> carry_over(const Op& op, const Pack& in, index_t s, index_t n, index_t p0, index_t p1, bool reverse,
+                       const state_t<Op>& carry, const state_t<Op>& total) {
+  if (finite_state(op, carry) && finite_state(op, total)) return op(carry, total);
+  return fold<carry_use::exact>(op, in, s, n, p0, p1, reverse, carry);
+}
+
 /// Folds one long sequence with `workers` threads: returns the total from `carry`.
 template <class Op, class Pack>
 state_t<Op> fold_split(const Op& op, const Pack& in, index_t s, index_t n, bool reverse, state_t<Op> carry,
@@ -157,7 +167,9 @@ state_t<Op> fold_split(const Op& op, const Pack& in, index_t s, index_t n, bool 
     totals[k] = fold<carry_use::exact>(op, in, s, n, chunk_begin(k, workers, n), chunk_begin(k + 1, workers, n),
                                        reverse, op.identity());
   });
-  for (const auto& total : totals) carry = op(carry, total);
+  for (unsigned k = 0; k < workers; ++k)
+    carry = carry_over(op, in, s, n, chunk_begin(k, workers, n), chunk_begin(k + 1, workers, n), reverse, carry,
+                       totals[k]);
   return carry;
 }
 
@@ -220,7 +232,10 @@ void prefix_scan(const host& exec, const Op& op, const In& inputs, const Outs& o
       carry[k + 1] = k == 0 ? detail::scan_steps<carry_use::exact>(op, in, output, s, n, p0, p1, opts, start)
                             : detail::fold<carry_use::exact>(op, in, s, n, p0, p1, opts.reverse, op.identity());
     });
-    for (index_t k = 2; k < parts; ++k) carry[k] = op(carry[k - 1], carry[k]);  // phase 2
+    for (index_t k = 2; k < parts; ++k) {  // phase 2 (carry[k] held chunk k - 1's total)
+      const auto [p0, p1] = chunk(k - 1);
+      carry[k] = detail::carry_over(op, in, s, n, p0, p1, opts.reverse, carry[k - 1], carry[k]);
+    }
     S last = op.identity();
     detail::run_workers(workers, [&](unsigned k) {  // phase 3
       const auto [p0, p1] = chunk(k + 1);

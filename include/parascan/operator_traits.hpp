@@ -10,6 +10,7 @@
 //     PARASCAN_HD value_type step(value_type carry, value_type x) const;  // optional: sequential fast path
 //     PARASCAN_HD Z emit(value_type s, X0 x0, X1 x1, ...) const;  // optional: what is written, from the
 //                                                                  // state and the step's own inputs
+//     bool finite(value_type s) const;                     // optional: no inf or NaN in the state
 //   };
 //
 // Defaults: a single input element converts to the state; project and seed are the identity map; step is
@@ -26,6 +27,13 @@
 // stale. The linear recurrence's step, {carry.a, x.a * carry.b + x.b}, skips the running product of the
 // gates, which costs a multiply per element and, on CPUs, slow subnormal arithmetic once that product
 // underflows (it sticks at the smallest subnormal for gates in (0.5, 1)).
+//
+// finite(s) lets the host backend keep infinities and NaN independent of its thread count: a long
+// sequence split among threads combines chunk totals, whose partial products and sums meet inf and 0
+// where a sequential loop never forms them (a gate of inf after gates whose product underflowed to 0:
+// inf * 0 = NaN where one thread carries inf on). Where a carry or a chunk's total is not finite(), the
+// host walks that chunk from its carry step by step instead, as one thread does. Without finite(), every
+// state counts as finite.
 #pragma once
 
 #include <type_traits>
@@ -84,6 +92,12 @@ struct has_step : std::false_type {};
 template <class Op, class S>
 struct has_step<Op, S, std::void_t<decltype(std::declval<const Op&>().step(std::declval<const S&>(),
                                                                            std::declval<const S&>()))>>
+    : std::true_type {};
+
+template <class Op, class S, class = void>
+struct has_finite : std::false_type {};
+template <class Op, class S>
+struct has_finite<Op, S, std::void_t<decltype(bool(std::declval<const Op&>().finite(std::declval<const S&>())))>>
     : std::true_type {};
 
 }  // namespace detail
@@ -152,6 +166,16 @@ PARASCAN_HD PARASCAN_INLINE state_t<Op> step(const Op& op, const state_t<Op>& ca
     return op.step(carry, x);
   } else {
     return op(carry, x);
+  }
+}
+
+/// `op.finite(s)` when the operator has it (no inf or NaN in the state), else true. Host code only.
+template <class Op>
+inline bool finite_state(const Op& op, const state_t<Op>& s) {
+  if constexpr (detail::has_finite<Op, state_t<Op>>::value) {
+    return op.finite(s);
+  } else {
+    return true;
   }
 }
 

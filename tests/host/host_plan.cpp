@@ -258,18 +258,22 @@ TEST_CASE("plan: a block a sequence for long whole sequences, four waves of them
   static_assert(pairs_128::stream_from == 128 && pairs_128::stream_policy::tile == 128 &&
                 !parascan::detail::has_stream_policy<pairs_128::refines>::value);
   using sums = parascan::default_policy_t<parascan::ops::sum<float>, parascan::arch::sm90>;
-  // Scalars: 512 x 4 from 4096 steps and 256 x 4 from 2048 below 4.5 TB/s; from 4.5 TB/s the same tiles
-  // with the next one prefetched into the L2 (two stages), 512 x 4 from 8192.
+  // Scalars below 4.5 TB/s: 256 x 4 from 2048 steps, 512 x 4 with the next tile prefetched into the L2 from
+  // 4096, 1024 x 4 with one from 8192; from 4.5 TB/s 256 x 4 and 512 x 4 (from 8192), both prefetching.
   static_assert(sums::stream_from == 8192 && sums::stream_policy::tile == 2048 && sums::stream_policy::stages == 2 &&
                 sums::stream_devices == memory_bandwidth::from_4_5_tbs);
-  static_assert(sums::refines::stream_from == 4096 && sums::refines::stream_policy::stages == 1 &&
-                sums::refines::stream_devices == memory_bandwidth::below_4_5_tbs);
-  static_assert(sums::refines::refines::stream_from == 2048 && sums::refines::refines::stream_policy::tile == 1024 &&
-                sums::refines::refines::stream_policy::stages == 2 &&
-                sums::refines::refines::stream_devices == memory_bandwidth::from_4_5_tbs);
-  static_assert(sums::refines::refines::refines::stream_from == 2048 &&
-                sums::refines::refines::refines::stream_policy::stages == 1 &&
-                !parascan::detail::has_stream_policy<sums::refines::refines::refines::refines>::value);
+  using sums_8192 = sums::refines;
+  static_assert(sums_8192::stream_from == 8192 && sums_8192::stream_policy::tile == 4096 &&
+                sums_8192::stream_policy::min_blocks == 2 && sums_8192::stream_policy::stages == 2 &&
+                sums_8192::stream_devices == memory_bandwidth::below_4_5_tbs);
+  static_assert(sums_8192::refines::stream_from == 4096 && sums_8192::refines::stream_policy::tile == 2048 &&
+                sums_8192::refines::stream_policy::stages == 2 &&
+                sums_8192::refines::stream_devices == memory_bandwidth::below_4_5_tbs);
+  using sums_2048 = sums_8192::refines::refines;
+  static_assert(sums_2048::stream_from == 2048 && sums_2048::stream_policy::tile == 1024 &&
+                sums_2048::stream_policy::stages == 2 && sums_2048::stream_devices == memory_bandwidth::from_4_5_tbs);
+  static_assert(sums_2048::refines::stream_from == 2048 && sums_2048::refines::stream_policy::stages == 1 &&
+                !parascan::detail::has_stream_policy<sums_2048::refines::refines>::value);
   static_assert(std::is_same<parascan::with_items_at_least<pairs, 4>, pairs>::value);
   static_assert(!parascan::detail::has_stream_policy<parascan::with_items_at_least<pairs, 8>>::value);
   // Inputs under 4 bytes (bf16, fp16) run the narrow policy: 8 items a thread, streamed at 512 x 8 from

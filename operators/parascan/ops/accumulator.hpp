@@ -11,6 +11,7 @@
 // Specialise parascan::ops::accumulator<T> for another storage type.
 #pragma once
 
+#include <cmath>
 #include <type_traits>
 #include <utility>
 
@@ -98,6 +99,19 @@ PARASCAN_HD PARASCAN_INLINE T conjugate(const T& x) {
     return T(x.real(), -x.imag());
   } else {
     return x;
+  }
+}
+
+/// No inf or NaN in x: both parts of a complex number; a floating-point number by std::isfinite; anything
+/// else (integers) counts as finite. Host code: the operators' finite() hooks (operator_traits.hpp).
+template <class T>
+inline bool finite_value(const T& x) {
+  if constexpr (detail::is_complex<T>::value) {
+    return finite_value(x.real()) && finite_value(x.imag());
+  } else if constexpr (std::is_floating_point<T>::value) {
+    return std::isfinite(x);
+  } else {
+    return true;
   }
 }
 

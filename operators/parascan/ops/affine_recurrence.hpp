@@ -66,6 +66,7 @@ struct affine_recurrence {
   PARASCAN_HD vector project(const value_type& s) const { return s.b; }
   /// The state whose output is x0: the constant map to x0 (W = I keeps later products right).
   PARASCAN_HD value_type seed(const vector& x0) const { return {matrix::Identity(), x0}; }
+  bool finite(const value_type& s) const { return s.W.allFinite() && s.b.allFinite(); }
 };
 
 /// The adjoint of the affine recurrence: a reverse, exclusive scan over W, the upstream gradient dy

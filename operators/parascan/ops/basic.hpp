@@ -20,6 +20,7 @@ struct sum {
   PARASCAN_HD value_type identity() const { return Acc(0); }
   PARASCAN_HD value_type operator()(const Acc& earlier, const Acc& later) const { return earlier + later; }
   PARASCAN_HD value_type lift(const T& x) const { return static_cast<Acc>(x); }
+  bool finite(const Acc& s) const { return finite_value(s); }
 };
 
 /// Running product.
@@ -29,6 +30,7 @@ struct product {
   PARASCAN_HD value_type identity() const { return Acc(1); }
   PARASCAN_HD value_type operator()(const Acc& earlier, const Acc& later) const { return earlier * later; }
   PARASCAN_HD value_type lift(const T& x) const { return static_cast<Acc>(x); }
+  bool finite(const Acc& s) const { return finite_value(s); }
 };
 
 /// Running maximum; NaN propagates (a NaN step makes every later output NaN).

@@ -67,6 +67,8 @@ struct linear_recurrence {
   PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const {
     return {carry.a, multiply(x.a, carry.b) + x.b};
   }
+  /// No inf or NaN in the gate product or x: the host then carries across its threads' chunks by op().
+  bool finite(const value_type& s) const { return finite_value(s.a) && finite_value(s.b); }
 };
 
 /// The operator for gates stored as A and tokens stored as B.
@@ -98,6 +100,7 @@ struct linear_recurrence_adjoint {
   PARASCAN_HD Acc project(const value_type& s) const { return s.b; }
   PARASCAN_HD value_type seed(const Acc& h) const { return {Acc(1), h}; }
   PARASCAN_HD value_type step(const value_type& carry, const value_type& x) const { return rec.step(carry, x); }
+  bool finite(const value_type& s) const { return rec.finite(s); }
   /// (dL/db[t], dL/da[t]), for parascan::outputs(grad_tokens, grad_gates).
   template <class A, class G, class X>
   PARASCAN_HD value_pack<Acc, Acc> emit(const value_type& s, const A&, const G& dy, const X& x_prev) const {
