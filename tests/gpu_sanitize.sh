@@ -12,6 +12,9 @@
 #   FILTER   regex over executable names; LABEL: their ctest label (default gpu)
 #   OUT      where the logs go (default: build-dir/sanitize)
 #   RESUME=1 keep $OUT/results.txt and run only the jobs it lacks (a run cut short goes on)
+#   KERNELS  instrument only kernels whose name holds this (KERNELS=parascan: not cuBLAS's, whose
+#            instrumentation dominates the runtime-size chains' runs), except under initcheck, which must
+#            see every write
 # $OUT/results.txt gets one line a job: executable, tool, exit status (124: over the limit; 2: no test case
 # ran), the tool's summary, test case. Prints the totals; exit status 1 when a job failed or found errors.
 set -uo pipefail
@@ -58,7 +61,9 @@ run_one() {
   IFS=$'\t' read -r gpu path tool name <<<"$1"
   local log
   log="$out/logs/$(basename "$path")-$tool-$(printf '%s' "$name" | md5sum | cut -c1-8).log"
-  CUDA_VISIBLE_DEVICES=$gpu timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+  local only=()
+  [ -n "${KERNELS:-}" ] && [ "$tool" != initcheck ] && only=(--kernel-name "kns=$KERNELS")
+  CUDA_VISIBLE_DEVICES=$gpu timeout "$limit" compute-sanitizer --tool "$tool" "${only[@]}" --error-exitcode 1 \
     "$path" --test-case="$name" --no-version >"$log" 2>&1
   local rc=$?
   # A filter that matched nothing would pass silently: status 2 unless a test case ran.
@@ -69,7 +74,7 @@ run_one() {
     >>"$out/results.txt"
 }
 export -f run_one
-export out limit
+export out limit KERNELS
 # Spread the heavy executables' jobs over the run rather than queueing them together.
 shuf "$list" | tr '\n' '\0' | xargs -0 -r -P "$jobs" -I{} bash -c 'run_one "$1"' _ {}
 
