@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 build=${1:?build directory}
 shift
 ptxas=${PTXAS12:?PTXAS12: a CUDA 12 ptxas}
+[ $# -gt 0 ] || { echo "name at least one test"; exit 2; }
 nvcc=${NVCC:-nvcc}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -149,12 +149,16 @@ state_t<Op> scan_steps(const Op& op, const Pack& in, const Outs& out, index_t s,
 inline index_t chunk_begin(index_t k, index_t parts, index_t n) { return n / parts * k + std::min(k, n % parts); }
 
 /// The carry after steps [p0, p1) of sequence s, from the carry before them and their total: op(carry,
-/// total) where both are finite_state(), else the steps folded onto the carry one by one, as one thread
-/// walks them (so that inf and NaN come out as they do on one thread; operator_traits.hpp).
+/// total) where the carry, the total and their combination are finite_state(), else the steps folded onto
+/// the carry one by one, as one thread walks them (so that inf and NaN come out as they do on one thread;
+/// operator_traits.hpp).
 template <class Op, class Pack>
 state_t<Op> carry_over(const Op& op, const Pack& in, index_t s, index_t n, index_t p0, index_t p1, bool reverse,
                        const state_t<Op>& carry, const state_t<Op>& total) {
-  if (finite_state(op, carry) && finite_state(op, total)) return op(carry, total);
+  if (finite_state(op, carry) && finite_state(op, total)) {
+    state_t<Op> combined = op(carry, total);
+    if (finite_state(op, combined)) return combined;
+  }
   return fold<carry_use::exact>(op, in, s, n, p0, p1, reverse, carry);
 }
 

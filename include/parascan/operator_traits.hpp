@@ -31,9 +31,10 @@
 // finite(s) lets the host backend keep infinities and NaN independent of its thread count: a long
 // sequence split among threads combines chunk totals, whose partial products and sums meet inf and 0
 // where a sequential loop never forms them (a gate of inf after gates whose product underflowed to 0:
-// inf * 0 = NaN where one thread carries inf on). Where a carry or a chunk's total is not finite(), the
-// host walks that chunk from its carry step by step instead, as one thread does. Without finite(), every
-// state counts as finite.
+// inf * 0 = NaN where one thread carries inf on). Where a carry, a chunk's total or their combination is
+// not finite(), the host walks that chunk from its carry step by step instead, as one thread does. It
+// cannot see an overflow that only the step-by-step walk meets (3e38 carried into a chunk of 3e38 and
+// -3e38 whose total is 0: inf on one thread, 3e38 on two). Without finite(), every state counts as finite.
 #pragma once
 
 #include <type_traits>

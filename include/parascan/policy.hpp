@@ -357,15 +357,15 @@ using pair_streams =
 //   H100 512 x 4@4  90.2  96.0  97.3  96.7  96.5    H200 512 x 4@4  76.7  84.1  87.7  88.6  89.3
 //   H100 256 x 4@8s2 92.3 94.1  92.9  92.5  91.5    H200 256 x 4@8s2 88.2 94.0  93.9  93.3  92.9
 //   H100 512 x 4@4s2 89.6 96.9  96.9  96.3  94.6    H200 512 x 4@4s2 75.9 89.1  96.5  96.0  94.4
-// A later H100 sweep of cumsum (part scalar_stream, 2026-11-27, the pooled arrays; % of cudaMemcpy at T =
-// 4096 / 8192 / 16384 / 65536; bench/results/h100-scalar-stream-sweep.log): 512 x 4@4 96.0 / 97.0 / 96.7 /
-// 96.5, 512 x 4@4s2 97.0 / 96.8 / 96.2 / 94.5, 1024 x 4@2s2 87.9 / 98.3 / 99.0 / 96.5; so the H100 takes
-// 512 x 4@4s2 from 4096 and 1024 x 4@2s2 from 8192 (the bench at a3cbcd0: 97.1 / 96.7 at 4096 / 65536).
 // (fp32 pairs lose 5-15 points with a prefetched tile on both: 512 x 4@4s2 80.2 / 87.8 at 4096 / 65536 on
 // the H200 against 97.6 / 98.5; so do bf16 pairs at s3.) The L2 prefetch pays where a tile's registers
 // hold too few bytes for the H200's bandwidth (4 bytes a step, or 2-byte elements with a 4-byte state
 // between them: spills at 8 items); on the H100, whose bandwidth the registers already cover, it is a
-// point up or down.
+// point up or down, but for cumsum from 4096 steps: a later H100 sweep (part scalar_stream, 2026-11-27,
+// the pooled arrays; % of cudaMemcpy at T = 4096 / 8192 / 16384 / 65536; bench/results/
+// h100-scalar-stream-sweep.log) read 512 x 4@4 96.0 / 97.0 / 96.7 / 96.5, 512 x 4@4s2 97.0 / 96.8 / 96.2 /
+// 94.5, 1024 x 4@2s2 87.9 / 98.3 / 99.0 / 96.5; so the H100 takes 512 x 4@4s2 from 4096 and 1024 x 4@2s2
+// from 8192 (the bench at a3cbcd0: 97.1 / 96.7 at 4096 / 65536).
 using narrow_streams =
     streamed_ladder<detail::widened<pair_warps, 8>::type, stream_rung<1024, stream<128, 8, 12>, 128>,
                     stream_rung<2048, stream<256, 8, 6>, 128, below_4_5_tbs>,

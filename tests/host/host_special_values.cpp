@@ -2,10 +2,11 @@
 // threads combines chunk totals, whose partial gate products underflow to 0 or hold an inf that a
 // sequential loop never forms: over 12,616 steps of gates in (0.5, 1) and one gate of inf, host{1} wrote
 // inf and host{2} NaN (0 * inf in a chunk's total). Operators with a finite() hook (the linear and affine
-// recurrences, sums, products) now walk a chunk whose carry or total is not finite step by step, as one
-// thread does: every thread count must write what host{1} writes where it is not finite, the same
-// non-finite value (inf of the same sign, or NaN), and a value within rounding of it elsewhere; likewise
-// the final states and reduce_scan's totals. The seed prints on failure (PARASCAN_TEST_SEED repeats it).
+// recurrences, sums, products) now walk a chunk step by step, as one thread does, where its carry, its
+// total or their combination is not finite: every thread count must write the same non-finite value
+// (inf of the same sign, or NaN) where host{1} writes one, and a value within rounding of it elsewhere;
+// likewise the final states and reduce_scan's totals. The seed prints on failure (PARASCAN_TEST_SEED
+// repeats it).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -17,9 +18,9 @@
 
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
-#include <parascan/parascan.hpp>
 
-#include "support/seed.hpp"
+#include "support/backend_host.hpp"
+#include "support/harness.hpp"  // uniform(): the executable's generator, its seed printed on failure
 
 using parascan::index_t;
 
@@ -29,8 +30,7 @@ namespace {
 using split_early = parascan::host_policy<1024>;
 constexpr float inf = std::numeric_limits<float>::infinity();
 
-/// A draw from the test executable's generator (its seed printed on failure: support/seed.hpp).
-double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(ptest::rng()); }
+using ptest::uniform;
 
 /// got matches ref: both NaN, the same infinity, or finite and within `tolerance` (relative).
 template <class T>
@@ -45,24 +45,34 @@ bool same_value(std::complex<T> got, std::complex<T> ref, double tolerance) {
 }
 
 /// Scans and reduces `a`, `b` (one sequence, or `count` sequences laid out one after another) with the
-/// linear recurrence on 1 thread and on 2..8, forward and reverse, and compares every output, final state
-/// and total with one thread's. Returns a description of the first mismatch, or "".
+/// linear recurrence on 1 thread and on 2..8, forward and reverse, inclusive and exclusive, from the
+/// identity and from initial states, and compares every output, final state and total with one thread's.
+/// Returns a description of the first mismatch, or "".
 template <class T>
 std::string compare_thread_counts(const std::vector<T>& a, const std::vector<T>& b, index_t count) {
   const index_t T_len = index_t(a.size()) / count;
   const auto view = [&](auto* p) { return parascan::bdt(p, 1, count, T_len); };
   const double tolerance = 64 * double(std::numeric_limits<decltype(std::abs(T()))>::epsilon()) *
                            std::sqrt(double(T_len));
-  for (const bool reverse : {false, true}) {
+  std::vector<T> initial(static_cast<std::size_t>(count));
+  for (auto& v : initial) v = T(float(uniform(-1.0, 1.0)));
+  const struct {
+    bool reverse, exclusive, initial;
+  } option_sets[] = {{false, false, false}, {true, false, false}, {false, true, true}, {true, true, true}};
+  for (const auto& o : option_sets) {
+    const bool reverse = o.reverse;
     std::vector<T> y1(a.size()), fin1(static_cast<std::size_t>(count)), red1(static_cast<std::size_t>(count));
     parascan::options<T> opts;
     opts.reverse = reverse;
+    opts.exclusive = o.exclusive;
+    opts.initial = o.initial ? initial.data() : nullptr;
     opts.final = fin1.data();
     const parascan::ops::linear_recurrence<T> op;
     parascan::prefix_scan<split_early>(parascan::host{1}, op, parascan::inputs(view(a.data()), view(b.data())),
                                        view(y1.data()), opts);
     parascan::options<T> ropts;
     ropts.reverse = reverse;
+    ropts.initial = opts.initial;
     parascan::reduce_scan<split_early>(parascan::host{1}, op, parascan::inputs(view(a.data()), view(b.data())),
                                        red1.data(), ropts);
     for (unsigned threads = 2; threads <= 8; ++threads) {
@@ -72,7 +82,8 @@ std::string compare_thread_counts(const std::vector<T>& a, const std::vector<T>&
                                          parascan::inputs(view(a.data()), view(b.data())), view(y.data()), opts);
       parascan::reduce_scan<split_early>(parascan::host{threads}, op,
                                          parascan::inputs(view(a.data()), view(b.data())), red.data(), ropts);
-      const std::string where = std::to_string(threads) + " threads" + (reverse ? ", reverse" : "");
+      const std::string where = std::to_string(threads) + " threads" + (reverse ? ", reverse" : "") +
+                                (o.exclusive ? ", exclusive" : "") + (o.initial ? ", initial states" : "");
       for (std::size_t t = 0; t < y.size(); ++t)
         if (!same_value(y[t], y1[t], tolerance)) return where + ": output " + std::to_string(t);
       for (std::size_t s = 0; s < fin.size(); ++s) {
@@ -127,7 +138,7 @@ TEST_CASE("linear recurrence: infinities in fp64, complex64 and a batch of two l
     CHECK(compare_thread_counts(a, b, 1) == "");
   }
   {
-    const index_t n = 2 * 6000;  // two sequences, fewer than the threads: each one split
+    const index_t n = 2 * 6000;  // two sequences: each one split from 3 threads on
     std::vector<float> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
     for (auto& v : a) v = float(uniform(0.5, 1.0));
     for (auto& v : b) v = float(uniform(-1.0, 1.0));
@@ -140,8 +151,8 @@ TEST_CASE("linear recurrence: infinities in fp64, complex64 and a batch of two l
 TEST_CASE("cumsum and cumprod that overflow give one thread's result on 2..8 threads") {
   const index_t n = 10000;
   // Sums: +3e38 steps overflow to inf early, -3e38 steps later; one thread stays at inf where chunk
-  // totals of inf and -inf would meet as NaN. Products: factors of 1e30 and 1e-30, inf where a chunk's
-  // product underflowed to 0.
+  // totals of inf and -inf would meet as NaN. Products: three factors of 1e30 (inf), then factors in
+  // (0.1, 0.5), whose chunk products underflow to 0 (NaN against inf), then factors in (1, 1.5).
   std::vector<float> x(static_cast<std::size_t>(n)), p(static_cast<std::size_t>(n));
   for (index_t t = 0; t < n; ++t) {
     x[std::size_t(t)] = t < n / 8 ? 3e38f : (t > n / 2 ? -3e38f : float(uniform(-1.0, 1.0)));

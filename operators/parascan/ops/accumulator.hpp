@@ -102,14 +102,17 @@ PARASCAN_HD PARASCAN_INLINE T conjugate(const T& x) {
   }
 }
 
-/// No inf or NaN in x: both parts of a complex number; a floating-point number by std::isfinite; anything
-/// else (integers) counts as finite. Host code: the operators' finite() hooks (operator_traits.hpp).
+/// No inf or NaN in x: both parts of a complex number; a floating-point number by std::isfinite, a 2-byte
+/// one (bf16, fp16) through float; integers count as finite. Host code: the operators' finite() hooks
+/// (operator_traits.hpp).
 template <class T>
 inline bool finite_value(const T& x) {
   if constexpr (detail::is_complex<T>::value) {
     return finite_value(x.real()) && finite_value(x.imag());
   } else if constexpr (std::is_floating_point<T>::value) {
     return std::isfinite(x);
+  } else if constexpr (!std::is_integral<T>::value && std::is_convertible<T, float>::value) {
+    return std::isfinite(static_cast<float>(x));
   } else {
     return true;
   }

@@ -95,6 +95,7 @@ struct affine_recurrence_adjoint {
   }
   PARASCAN_HD vector project(const value_type& s) const { return s.b; }
   PARASCAN_HD value_type seed(const vector& h) const { return rec.seed(h); }
+  bool finite(const value_type& s) const { return rec.finite(s); }
   /// (dL/db[t], dL/dW[t]), for parascan::outputs(grad_b, grad_W).
   template <class MW, class VG, class VX>
   PARASCAN_HD value_pack<vector, matrix> emit(const value_type& s, const Eigen::MatrixBase<MW>&,

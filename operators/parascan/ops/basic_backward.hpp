@@ -55,6 +55,7 @@ struct exclusive_product_adjoint {
   }
   PARASCAN_HD Acc project(const value_type& s) const { return s.b; }
   PARASCAN_HD value_type seed(const Acc& k) const { return {Acc(1), k}; }
+  bool finite(const value_type& s) const { return rec.finite(s); }
   template <class X, class G, class Y>
   PARASCAN_HD Acc emit(const value_type& s, const X&, const G&, const Y& y) const {
     return multiply(s.b, conjugate(to_accumulator<Acc>(y)));
