@@ -2,8 +2,8 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, stream_prefetch,
-//   lookback, complex, short; one executable each, built in parallel)
+//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, scalar_long,
+//   stream_prefetch, lookback, complex, short; one executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 #include <cub/device/device_scan.cuh>
@@ -102,7 +102,7 @@ void measure_copy() {
 template <class Policy>
 struct tag {};
 
-/// Times one operator over (8, 1536, T) for every policy of the list.
+/// Times one operator over (B, 1536, T) for every policy of the list (B = 8 unless set_batch() changed it).
 [[maybe_unused]] const char* combine_name(parascan::combine_variant c) {
   switch (c) {
     case parascan::combine_variant::warp: return "warp";
@@ -114,9 +114,11 @@ struct tag {};
 /// Op for linear_recurrence_backward (ops::linear_recurrence_adjoint under the given policies).
 struct backward {};
 
+long batch = 8;  // B of the (B, 1536, T) arrays sweep() times
+
 template <class Op, class A, class B, class Y, class... Policies>
 void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
-  const long count = 8 * 1536;
+  const long count = batch * 1536;
   const std::size_t n = std::size_t(count) * T;
   device_array<A> a(n);
   device_array<B> b(n);
@@ -128,7 +130,7 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     fill<<<1024, 256>>>(y.p, n, -1.f, 1.f, 4);
     da = std::make_unique<device_array<Y>>(n), db = std::make_unique<device_array<Y>>(n);
   }
-  const auto view = [&](auto* p) { return parascan::bdt(p, 8, 1536, T); };
+  const auto view = [&](auto* p) { return parascan::bdt(p, batch, 1536, T); };
   const auto run = [&](auto policy) {
     using P = decltype(policy);
     if constexpr (std::is_same<Op, parascan::ops::sum<A>>::value ||
@@ -148,14 +150,17 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     if constexpr (parascan::detail::has_stream_policy<P>::value) {
       if (parascan::engine::stream_launches().load() != streamed) {  // the streamed_ladder's rung ran
         using S = typename P::stream_policy;
-        std::printf("%-10s T=%-6ld stream threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n",
-                    what, T, S::threads, S::items, S::min_blocks, S::stages, ms, 100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+        std::printf("%-10s B=%-3ld T=%-6ld stream threads %4d items %2d min_blocks %2d stages %d: %8.4f ms "
+                    "%6.1f%% of copy\n",
+                    what, batch, T, S::threads, S::items, S::min_blocks, S::stages, ms,
+                    100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
         printed = true;
       }
     }
     if (!printed) {
-      std::printf("%-10s T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms %6.1f%% of copy\n",
-                  what, T, combine_name(P::combine), P::threads, P::items, P::min_blocks, P::stages, ms,
+      std::printf("%-10s B=%-3ld T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms "
+                  "%6.1f%% of copy\n",
+                  what, batch, T, combine_name(P::combine), P::threads, P::items, P::min_blocks, P::stages, ms,
                   100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
     }
     std::fflush(stdout);
@@ -276,6 +281,20 @@ int main() {
         tag<from_2048<scalar_warps, 512, 8, 2, 2>>{}, tag<from_2048<scalar_warps, 256, 8, 4>>{},
         tag<from_2048<scalar_warps, 256, 8, 6>>{}, tag<from_2048<scalar_warps, 256, 4, 8, 2>>{},
         tag<from_2048<scalar_warps, 1024, 8, 1>>{}, tag<from_2048<scalar_warps, 256, 16, 2>>{});
+#elif defined(SWEEP_SCALAR_LONG)
+  // Why cumsum's 1024 x 4@2s2 reads 99.0% at T = 16384 and 96.5% at 65536 on an H100 (2026-11-27): the
+  // same 805M floats cut into sequences of 4096 .. 65536 steps (more tiles a block at the same footprint),
+  // and 65536-step sequences over fewer rows (a smaller footprint at the same tiles a block); each shape
+  // twice, the rungs alternated.
+  using parascan::sm90_tuning::scalar_warps;
+  const long shapes[][2] = {{8, 65536}, {32, 16384}, {128, 4096}, {8, 65536}, {32, 16384}, {2, 65536}, {4, 65536}};
+  for (const auto& shape : shapes) {
+    batch = shape[0];
+    sweep<parascan::ops::sum<float>, float, float, float>(
+        "fp32 sum", shape[1], 8.0, tag<from_2048<scalar_warps, 1024, 4, 2, 2>>{},
+        tag<from_2048<scalar_warps, 512, 4, 4, 2>>{}, tag<from_2048<scalar_warps, 512, 4, 4>>{},
+        tag<from_2048<scalar_warps, 1024, 4, 2, 3>>{});
+  }
 #elif defined(SWEEP_PAIR_STREAM)
   // The fp32 recurrence streamed (a block a sequence) from 2048 steps, one rung at a time (spills allowed,
   // 64 bytes, so that every candidate runs): the H100's ladder (512 x 4@4 from 2048, 1024 x 4@2 from 4096)
