@@ -102,7 +102,7 @@ void measure_copy() {
 template <class Policy>
 struct tag {};
 
-/// Times one operator over (B, 1536, T) for every policy of the list (B = 8 unless set_batch() changed it).
+/// A combine variant's name, for the sweep's lines.
 [[maybe_unused]] const char* combine_name(parascan::combine_variant c) {
   switch (c) {
     case parascan::combine_variant::warp: return "warp";
@@ -114,8 +114,9 @@ struct tag {};
 /// Op for linear_recurrence_backward (ops::linear_recurrence_adjoint under the given policies).
 struct backward {};
 
-long batch = 8;  // B of the (B, 1536, T) arrays sweep() times
+long batch = 8;  // B of the (B, 1536, T) arrays sweep() times: a part may set it
 
+/// Times one operator over (batch, 1536, T) for every policy of the list.
 template <class Op, class A, class B, class Y, class... Policies>
 void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   const long count = batch * 1536;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the GPU test suite on a CUDA machine, then compute-sanitizer (memcheck, racecheck) on
-# it, then the CUDA benchmark. Usage: tests/gpu_check.sh [build-dir] [ctest -R regex] [bench args]
+# it (tests/gpu_sanitize.sh), then the CUDA benchmark.
+# Usage: tests/gpu_check.sh [build-dir] [ctest -R regex] [bench args]
 # SANITIZE=regex limits the sanitizer runs to matching test executables (SANITIZE=none skips them).
 # With dependencies staged in .deps (../shared/device/stage-deps.sh) they are found there.
 set -uo pipefail
@@ -18,16 +19,9 @@ echo "== GPU tests"
 ctest --test-dir "$build" -L gpu -R "$filter" --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -40
 echo "== quickstart"
 "$build/examples/parascan_example_quickstart" 2>&1 | tail -4
-echo "== compute-sanitizer"
-# One job per executable and tool, in parallel: the sanitizers are CPU-bound.
-sanitize() {
-  timeout 420 compute-sanitizer --tool "$2" --error-exitcode 1 "$build/tests/$1" >"$out/sanitizer-$1-$2.log" 2>&1
-  printf '%-40s %-10s rc=%-4s %s\n' "$1" "$2" "$?" "$(grep -h 'ERROR SUMMARY' "$out/sanitizer-$1-$2.log" | tail -1)"
-}
-export -f sanitize
-export build out
-for t in $(echo "$targets" | grep -E "${SANITIZE:-.}" || true); do
-  printf '%s memcheck\n%s racecheck\n' "$t" "$t"
-done | xargs -r -P 12 -n 2 bash -c 'sanitize "$0" "$1"'
+echo "== compute-sanitizer (memcheck, racecheck; tests/gpu_sanitize.sh: a job a test case and tool)"
+if [ "${SANITIZE:-}" != none ]; then
+  OUT="$out/sanitize" FILTER="${SANITIZE:-$filter}" tests/gpu_sanitize.sh "$build" memcheck racecheck | tail -20
+fi
 echo "== bench"
 "$build/bench/parascan_bench_cuda" "${@:3}" 2>&1 | tee "$out/bench.log"

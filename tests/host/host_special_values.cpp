@@ -44,45 +44,44 @@ bool same_value(std::complex<T> got, std::complex<T> ref, double tolerance) {
   return same_value(got.real(), ref.real(), tolerance) && same_value(got.imag(), ref.imag(), tolerance);
 }
 
-/// Scans and reduces `a`, `b` (one sequence, or `count` sequences laid out one after another) with the
-/// linear recurrence on 1 thread and on 2..8, forward and reverse, inclusive and exclusive, from the
-/// identity and from initial states, and compares every output, final state and total with one thread's.
-/// Returns a description of the first mismatch, or "".
-template <class T>
-std::string compare_thread_counts(const std::vector<T>& a, const std::vector<T>& b, index_t count) {
-  const index_t T_len = index_t(a.size()) / count;
+struct option_set {
+  bool reverse, exclusive, initial;
+};
+constexpr option_set every_option[] = {
+    {false, false, false}, {true, false, false}, {false, true, true}, {true, true, true}};
+constexpr option_set both_directions[] = {{false, false, false}, {true, false, false}};
+
+/// Scans and reduces with `op` on 1 thread and on 2..8, under each option set, and compares every output,
+/// final state and total with one thread's: `count` sequences of n / count steps laid out one after
+/// another, `inputs_of(view)` the inputs (view(p): the (1, count, T) view of a buffer). Returns a
+/// description of the first mismatch, or "".
+template <class Op, class InputsOf, std::size_t Sets>
+std::string compare_thread_counts(const Op& op, InputsOf&& inputs_of, std::size_t n, index_t count,
+                                  double tolerance, const option_set (&sets)[Sets]) {
+  using Y = parascan::output_t<Op>;
+  const index_t T_len = index_t(n) / count;
   const auto view = [&](auto* p) { return parascan::bdt(p, 1, count, T_len); };
-  const double tolerance = 64 * double(std::numeric_limits<decltype(std::abs(T()))>::epsilon()) *
-                           std::sqrt(double(T_len));
-  std::vector<T> initial(static_cast<std::size_t>(count));
-  for (auto& v : initial) v = T(float(uniform(-1.0, 1.0)));
-  const struct {
-    bool reverse, exclusive, initial;
-  } option_sets[] = {{false, false, false}, {true, false, false}, {false, true, true}, {true, true, true}};
-  for (const auto& o : option_sets) {
-    const bool reverse = o.reverse;
-    std::vector<T> y1(a.size()), fin1(static_cast<std::size_t>(count)), red1(static_cast<std::size_t>(count));
-    parascan::options<T> opts;
-    opts.reverse = reverse;
+  const auto in = inputs_of(view);
+  std::vector<Y> initial(static_cast<std::size_t>(count));
+  for (auto& v : initial) v = Y(float(uniform(-1.0, 1.0)));
+  for (const auto& o : sets) {
+    std::vector<Y> y1(n), fin1(static_cast<std::size_t>(count)), red1(static_cast<std::size_t>(count));
+    parascan::options<Y> opts;
+    opts.reverse = o.reverse;
     opts.exclusive = o.exclusive;
     opts.initial = o.initial ? initial.data() : nullptr;
     opts.final = fin1.data();
-    const parascan::ops::linear_recurrence<T> op;
-    parascan::prefix_scan<split_early>(parascan::host{1}, op, parascan::inputs(view(a.data()), view(b.data())),
-                                       view(y1.data()), opts);
-    parascan::options<T> ropts;
-    ropts.reverse = reverse;
+    parascan::prefix_scan<split_early>(parascan::host{1}, op, in, view(y1.data()), opts);
+    parascan::options<Y> ropts;
+    ropts.reverse = o.reverse;
     ropts.initial = opts.initial;
-    parascan::reduce_scan<split_early>(parascan::host{1}, op, parascan::inputs(view(a.data()), view(b.data())),
-                                       red1.data(), ropts);
+    parascan::reduce_scan<split_early>(parascan::host{1}, op, in, red1.data(), ropts);
     for (unsigned threads = 2; threads <= 8; ++threads) {
-      std::vector<T> y(a.size()), fin(static_cast<std::size_t>(count)), red(static_cast<std::size_t>(count));
+      std::vector<Y> y(n), fin(static_cast<std::size_t>(count)), red(static_cast<std::size_t>(count));
       opts.final = fin.data();
-      parascan::prefix_scan<split_early>(parascan::host{threads}, op,
-                                         parascan::inputs(view(a.data()), view(b.data())), view(y.data()), opts);
-      parascan::reduce_scan<split_early>(parascan::host{threads}, op,
-                                         parascan::inputs(view(a.data()), view(b.data())), red.data(), ropts);
-      const std::string where = std::to_string(threads) + " threads" + (reverse ? ", reverse" : "") +
+      parascan::prefix_scan<split_early>(parascan::host{threads}, op, in, view(y.data()), opts);
+      parascan::reduce_scan<split_early>(parascan::host{threads}, op, in, red.data(), ropts);
+      const std::string where = std::to_string(threads) + " threads" + (o.reverse ? ", reverse" : "") +
                                 (o.exclusive ? ", exclusive" : "") + (o.initial ? ", initial states" : "");
       for (std::size_t t = 0; t < y.size(); ++t)
         if (!same_value(y[t], y1[t], tolerance)) return where + ": output " + std::to_string(t);
@@ -93,6 +92,17 @@ std::string compare_thread_counts(const std::vector<T>& a, const std::vector<T>&
     }
   }
   return "";
+}
+
+/// The linear recurrence over gates `a` and tokens `b`, every option set, within rounding of T steps.
+template <class T>
+std::string compare_thread_counts(const std::vector<T>& a, const std::vector<T>& b, index_t count) {
+  const double tolerance = 64 * double(std::numeric_limits<decltype(std::abs(T()))>::epsilon()) *
+                           std::sqrt(double(index_t(a.size()) / count));
+  return compare_thread_counts(
+      parascan::ops::linear_recurrence<T>{},
+      [&](const auto& view) { return parascan::inputs(view(a.data()), view(b.data())); }, a.size(), count,
+      tolerance, every_option);
 }
 
 }  // namespace
@@ -158,42 +168,7 @@ TEST_CASE("cumsum and cumprod that overflow give one thread's result on 2..8 thr
     x[std::size_t(t)] = t < n / 8 ? 3e38f : (t > n / 2 ? -3e38f : float(uniform(-1.0, 1.0)));
     p[std::size_t(t)] = t < 3 ? 1e30f : (t < n / 2 ? float(uniform(0.1, 0.5)) : float(uniform(1.0, 1.5)));
   }
-  for (const bool reverse : {false, true}) {
-    parascan::options<float> opts;
-    opts.reverse = reverse;
-    const auto view = [&](auto* q) { return parascan::single(q, n); };
-    std::vector<float> sum1(static_cast<std::size_t>(n)), prod1(static_cast<std::size_t>(n));
-    float total1 = 0, ptotal1 = 0;
-    parascan::prefix_scan<split_early>(parascan::host{1}, parascan::ops::sum<float>{}, view(x.data()),
-                                       view(sum1.data()), opts);
-    parascan::prefix_scan<split_early>(parascan::host{1}, parascan::ops::product<float>{}, view(p.data()),
-                                       view(prod1.data()), opts);
-    parascan::reduce_scan<split_early>(parascan::host{1}, parascan::ops::sum<float>{}, view(x.data()), &total1,
-                                       opts);
-    parascan::reduce_scan<split_early>(parascan::host{1}, parascan::ops::product<float>{}, view(p.data()),
-                                       &ptotal1, opts);
-    for (unsigned threads = 2; threads <= 8; ++threads) {
-      const std::string where = std::to_string(threads) + " threads" + (reverse ? ", reverse" : "");
-      INFO(where);
-      std::vector<float> sum(static_cast<std::size_t>(n)), prod(static_cast<std::size_t>(n));
-      float total = 0, ptotal = 0;
-      parascan::prefix_scan<split_early>(parascan::host{threads}, parascan::ops::sum<float>{}, view(x.data()),
-                                         view(sum.data()), opts);
-      parascan::prefix_scan<split_early>(parascan::host{threads}, parascan::ops::product<float>{},
-                                         view(p.data()), view(prod.data()), opts);
-      parascan::reduce_scan<split_early>(parascan::host{threads}, parascan::ops::sum<float>{}, view(x.data()),
-                                         &total, opts);
-      parascan::reduce_scan<split_early>(parascan::host{threads}, parascan::ops::product<float>{},
-                                         view(p.data()), &ptotal, opts);
-      index_t sum_bad = -1, prod_bad = -1;
-      for (index_t t = 0; t < n && (sum_bad < 0 || prod_bad < 0); ++t) {
-        if (sum_bad < 0 && !same_value(sum[std::size_t(t)], sum1[std::size_t(t)], 1e-3)) sum_bad = t;
-        if (prod_bad < 0 && !same_value(prod[std::size_t(t)], prod1[std::size_t(t)], 1e-3)) prod_bad = t;
-      }
-      CHECK(sum_bad == -1);
-      CHECK(prod_bad == -1);
-      CHECK(same_value(total, total1, 1e-3));
-      CHECK(same_value(ptotal, ptotal1, 1e-3));
-    }
-  }
+  const auto of = [](const std::vector<float>& v) { return [&v](const auto& view) { return view(v.data()); }; };
+  CHECK(compare_thread_counts(parascan::ops::sum<float>{}, of(x), x.size(), 1, 1e-3, both_directions) == "");
+  CHECK(compare_thread_counts(parascan::ops::product<float>{}, of(p), p.size(), 1, 1e-3, both_directions) == "");
 }
