@@ -3,12 +3,13 @@
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
 //   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, scalar_long,
-//   stream_prefetch, lookback, complex, short; one executable each, built in parallel)
+//   stream_prefetch, lookback, complex, short, matrix2; one executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/ops/logsumexp.hpp>
+#include <parascan/ops/matrix_product.hpp>
 #include <parascan/parascan.hpp>
 
 #include "event_timer.cuh"
@@ -114,13 +116,15 @@ struct tag {};
 /// Op for linear_recurrence_backward (ops::linear_recurrence_adjoint under the given policies).
 struct backward {};
 
-long batch = 8;  // B of the (B, 1536, T) arrays sweep() times: a part may set it
+[[maybe_unused]] long batch = 8;  // B of the (B, 1536, T) arrays sweep() times: a part may set it
+[[maybe_unused]] long pitch_pad = 0;  // elements between one sequence's end and the next one's start
+[[maybe_unused]] long scatter = 0;    // > 0: consecutive sequences (blocks) count / scatter sequences apart
 
 /// Times one operator over (batch, 1536, T) for every policy of the list.
 template <class Op, class A, class B, class Y, class... Policies>
 void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
-  const long count = batch * 1536;
-  const std::size_t n = std::size_t(count) * T;
+  const long count = batch * 1536, pitch = T + pitch_pad;
+  const std::size_t n = std::size_t(count) * pitch, steps = std::size_t(count) * T;
   device_array<A> a(n);
   device_array<B> b(n);
   device_array<Y> y(n);
@@ -131,7 +135,10 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     fill<<<1024, 256>>>(y.p, n, -1.f, 1.f, 4);
     da = std::make_unique<device_array<Y>>(n), db = std::make_unique<device_array<Y>>(n);
   }
-  const auto view = [&](auto* p) { return parascan::bdt(p, batch, 1536, T); };
+  const auto view = [&](auto* p) {
+    if (scatter > 0) return parascan::strided(p, count / scatter, scatter, pitch, count / scatter * pitch, T, 1);
+    return pitch_pad == 0 ? parascan::bdt(p, batch, 1536, T) : parascan::strided(p, batch, 1536, 1536 * pitch, pitch, T, 1);
+  };
   const auto run = [&](auto policy) {
     using P = decltype(policy);
     if constexpr (std::is_same<Op, parascan::ops::sum<A>>::value ||
@@ -151,18 +158,18 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
     if constexpr (parascan::detail::has_stream_policy<P>::value) {
       if (parascan::engine::stream_launches().load() != streamed) {  // the streamed_ladder's rung ran
         using S = typename P::stream_policy;
-        std::printf("%-10s B=%-3ld T=%-6ld stream threads %4d items %2d min_blocks %2d stages %d: %8.4f ms "
+        std::printf("%-10s B=%-3ld T=%-6ld pad %-4ld scatter %-3ld stream threads %4d items %2d min_blocks %2d stages %d: %8.4f ms "
                     "%6.1f%% of copy\n",
-                    what, batch, T, S::threads, S::items, S::min_blocks, S::stages, ms,
-                    100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+                    what, batch, T, pitch_pad, scatter, S::threads, S::items, S::min_blocks, S::stages, ms,
+                    100.0 * bytes_per_step * steps / ms / 1e6 / copy_gbs);
         printed = true;
       }
     }
     if (!printed) {
-      std::printf("%-10s B=%-3ld T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms "
+      std::printf("%-10s B=%-3ld T=%-6ld pad %-4ld %-5s threads %4d items %2d min_blocks %2d stages %d: %8.4f ms "
                   "%6.1f%% of copy\n",
-                  what, batch, T, combine_name(P::combine), P::threads, P::items, P::min_blocks, P::stages, ms,
-                  100.0 * bytes_per_step * n / ms / 1e6 / copy_gbs);
+                  what, batch, T, pitch_pad, combine_name(P::combine), P::threads, P::items, P::min_blocks, P::stages,
+                  ms, 100.0 * bytes_per_step * steps / ms / 1e6 / copy_gbs);
     }
     std::fflush(stdout);
   };
@@ -203,6 +210,74 @@ void sweep_single(const char* what, double bytes_per_step, bool cub, tag<Tiles>.
     report("cub", 0, 0, 0, ms);
   }
 }
+
+#if defined(SWEEP_MATRIX2)
+/// A 2 x 2 fp32 matrix as a plain struct (trivially copyable, 16-byte aligned), row-major, and its product:
+/// what the engine reaches on a 16-byte state that it moves as bytes, against Eigen's Matrix2f (not
+/// trivially copyable: copied element by element) on the same products in the same run.
+struct alignas(16) plain_mat2 {
+  float m00, m01, m10, m11;
+};
+struct plain_product {
+  using value_type = plain_mat2;
+  PARASCAN_HD value_type identity() const { return {1.f, 0.f, 0.f, 1.f}; }
+  PARASCAN_HD value_type operator()(const value_type& x, const value_type& y) const {
+    return {x.m00 * y.m00 + x.m01 * y.m10, x.m00 * y.m01 + x.m01 * y.m11, x.m10 * y.m00 + x.m11 * y.m10,
+            x.m10 * y.m01 + x.m11 * y.m11};
+  }
+};
+
+/// Rotations (orthogonal: products stay bounded), the same bits as an Eigen Matrix2f or a plain_mat2 (a
+/// rotation's transpose is its inverse, so the two storage orders multiply the same rotations).
+__global__ void fill_rotations(float* m, std::size_t count, unsigned seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+    const float angle = 6.2831853f * float(h & 0xffffff) / float(0x1000000), c = cosf(angle), s = sinf(angle);
+    m[4 * i] = c, m[4 * i + 1] = -s, m[4 * i + 2] = s, m[4 * i + 3] = c;
+  }
+}
+
+/// The prefix of B chains of T 2 x 2 fp32 matrices (32 bytes a step), Eigen's and the plain struct's,
+/// under each policy; the two results compared.
+template <class... Policies>
+void sweep_matrix2(long B, long T, tag<Policies>...) {
+  using M = Eigen::Matrix2f;
+  const std::size_t n = std::size_t(B) * T;
+  device_array<float> m(4 * n), p(4 * n), q(4 * n);
+  fill_rotations<<<1024, 256>>>(m.p, n, 5);
+  const auto one = [&](auto policy) {
+    using P = decltype(policy);
+    const auto eigen = [&] {
+      parascan::prefix_scan<P>(parascan::cuda{}, parascan::ops::matrix_product<M>{},
+                               parascan::bdt<const M>(reinterpret_cast<const M*>(m.p), B, 1, T),
+                               parascan::bdt(reinterpret_cast<M*>(p.p), B, 1, T));
+    };
+    const auto plain = [&] {
+      parascan::prefix_scan<P>(parascan::cuda{}, plain_product{},
+                               parascan::bdt<const plain_mat2>(reinterpret_cast<const plain_mat2*>(m.p), B, 1, T),
+                               parascan::bdt(reinterpret_cast<plain_mat2*>(q.p), B, 1, T));
+    };
+    const double eigen_ms = median_ms(eigen), plain_ms = median_ms(plain);
+    std::vector<float> hp(4 * 4096), hq(4 * 4096);  // the first 4096 products of each
+    check_or_exit(cudaMemcpy(hp.data(), p.p, hp.size() * 4, cudaMemcpyDeviceToHost), "download");
+    check_or_exit(cudaMemcpy(hq.data(), q.p, hq.size() * 4, cudaMemcpyDeviceToHost), "download");
+    float diff = 0;  // Eigen's column-major entries against the plain row-major ones, transposed
+    for (std::size_t i = 0; i < 4096; ++i)
+      for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 2; ++c)
+          diff = std::max(diff, std::abs(hp[4 * i + 2 * c + r] - hq[4 * i + 2 * c + r]));
+    const auto pct = [&](double ms) { return 100.0 * 32.0 * double(n) / ms / 1e6 / copy_gbs; };
+    std::printf("mat2 B=%-6ld T=%-6ld %-5s threads %4d items %2d min_blocks %2d stages %d: Eigen %8.4f ms %6.1f%%, "
+                "plain %8.4f ms %6.1f%% of copy (max difference %.2g)\n",
+                B, T, combine_name(P::combine), P::threads, P::items, P::min_blocks, P::stages, eigen_ms,
+                pct(eigen_ms), plain_ms, pct(plain_ms), diff);
+    std::fflush(stdout);
+  };
+  (one(Policies{}), ...);
+}
+#endif
 
 using parascan::cuda_policy;
 /// `Base` with one stream rung from 2048 steps (threads x items at `Blocks` resident blocks), spills of up
@@ -288,9 +363,16 @@ int main() {
   // and 65536-step sequences over fewer rows (a smaller footprint at the same tiles a block); each shape
   // twice, the rungs alternated.
   using parascan::sm90_tuning::scalar_warps;
-  const long shapes[][2] = {{8, 65536}, {32, 16384}, {128, 4096}, {8, 65536}, {32, 16384}, {2, 65536}, {4, 65536}};
+  // Then sequences that do not start 2^k bytes apart (pad: elements between them): whether the loss at
+  // 65536 steps is the addresses' (every block's stream 256 kB from the next one's).
+  // Then consecutive sequences far apart (scatter: blocks s and s + 1 count / scatter sequences apart), at
+  // the footprint of the fast short sequences: whether what the blocks in flight touch together costs.
+  const long shapes[][4] = {{8, 65536, 0, 0},    {32, 16384, 0, 0},   {128, 4096, 0, 0},  {8, 65536, 0, 0},
+                            {32, 16384, 0, 0},   {2, 65536, 0, 0},    {4, 65536, 0, 0},   {8, 65536, 32, 0},
+                            {8, 65536, 1024, 0}, {8, 65536, 4096, 0}, {8, 65536, 0, 0},   {32, 16384, 32, 0},
+                            {32, 16384, 0, 128}, {32, 16384, 0, 16},  {128, 4096, 0, 128}, {32, 16384, 0, 0}};
   for (const auto& shape : shapes) {
-    batch = shape[0];
+    batch = shape[0], pitch_pad = shape[2], scatter = shape[3];
     sweep<parascan::ops::sum<float>, float, float, float>(
         "fp32 sum", shape[1], 8.0, tag<from_2048<scalar_warps, 1024, 4, 2, 2>>{},
         tag<from_2048<scalar_warps, 512, 4, 4, 2>>{}, tag<from_2048<scalar_warps, 512, 4, 4>>{},
@@ -368,6 +450,18 @@ int main() {
       "fp32 sum", 8.0, true, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 3>>{},
       tag<cuda_policy<256, 32, blk, 2>>{}, tag<cuda_policy<512, 8, blk, 3>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
       tag<cuda_policy<128, 32, blk, 4>>{}, tag<cuda_policy<256, 24, blk, 3>>{});
+#elif defined(SWEEP_MATRIX2)
+  // The 2 x 2 prefix (issue 8's 72.5% at (16384, 1024), H100): Eigen's Matrix2f against a plain struct.
+  using wide = parascan::sm90_tuning::wide_warps;
+  for (int round = 0; round < 2; ++round) {
+    sweep_matrix2(16384, 1024, tag<wide>{}, tag<cuda_policy<128, 2, wrp, 8, 3>>{}, tag<cuda_policy<128, 2, wrp, 8, 4>>{},
+                  tag<cuda_policy<128, 2, wrp, 8, 2>>{}, tag<cuda_policy<64, 2, wrp, 16, 3>>{},
+                  tag<cuda_policy<256, 2, wrp, 4, 3>>{}, tag<cuda_policy<128, 1, wrp, 16, 4>>{},
+                  tag<cuda_policy<128, 2, wrp, 6, 3>>{}, tag<cuda_policy<64, 2>>{}, tag<cuda_policy<64, 2, blk, 8, 3>>{},
+                  tag<cuda_policy<128, 2, blk, 8, 3>>{});
+    sweep_matrix2(4096, 4096, tag<wide>{}, tag<cuda_policy<128, 2, wrp, 8, 3>>{}, tag<cuda_policy<64, 2>>{},
+                  tag<cuda_policy<128, 2, wrp, 8, 4>>{});
+  }
 #else
   using c64 = cuda::std::complex<float>;
   for (long T : {1024L, 4096L, 65536L})
