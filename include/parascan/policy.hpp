@@ -387,8 +387,9 @@ using costly_combine_streams =
     streamed_ladder<Base, stream_rung<256, stream<64, 4, 16>>, stream_rung<1024, stream<128, 8, 8>>>;
 }  // namespace sm90_tuning
 
+/// The sm90 default by the state's size (its family), which an operator's own default may fall back to.
 template <class Op>
-struct default_policy<Op, arch::sm90> {
+struct sm90_by_family {
   static constexpr state_family family = family_of<Op>();
   using type = std::conditional_t<
       family == state_family::scalar, sm90_tuning::scalar_streams,
@@ -404,6 +405,8 @@ struct default_policy<Op, arch::sm90> {
                                                                                                : 3)>,
                                                     cuda_policy<128, 1, combine_variant::sequential>>>>>>;
 };
+template <class Op>
+struct default_policy<Op, arch::sm90> : sm90_by_family<Op> {};
 
 template <class Op, class Arch>
 using default_policy_t = typename default_policy<Op, Arch>::type;

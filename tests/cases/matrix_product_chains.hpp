@@ -100,6 +100,19 @@ TEST_CASE("matrix_chain: row-major matrices 4 bytes off alignment") {
   check_chains<Eigen::Matrix<float, 16, 16, Eigen::DontAlign>, chain_order::right_to_left>(4, 100, false, false, 1);
 }
 
+TEST_CASE("matrix_chain: 2x2 fp32 chains, aligned and 4 bytes off, on both sides of 2048 steps") {
+  // The CUDA engine moves Eigen's 16-byte fixed-size matrices as bytes (cuda/relocatable.cuh): 16-byte
+  // pieces where a chunk is aligned, element by element where it is not; 2 items a thread below 2048
+  // steps, 4 from there (ops/matrix_product.hpp's default policy); segments where the chains are few.
+  using M2 = Eigen::Matrix<float, 2, 2>;
+  using R2 = Eigen::Matrix<float, 2, 2, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<M2, chain_order::left_to_right>(3000, 1000, false, false, 0, true, true);
+  check_chains<M2, chain_order::right_to_left>(700, 4097, true, true, 0, true, true);
+  check_chains<R2, chain_order::left_to_right>(2000, 1500, true, false, 1, false, true);
+  check_chains<R2, chain_order::right_to_left>(600, 3001, false, true, 1, true, true);
+  check_chains<M2, chain_order::left_to_right>(5, 20011, false, false, 0, true, true);
+}
+
 TEST_CASE("matrix_chain: many short chains (the GPU walks them in time from 4x4, a line of each product a lane)") {
   // Enough chains for two warps a multiprocessor on any current GPU: 32 / N chains a warp. 2x2 chains
   // are scanned (a 16-byte state).

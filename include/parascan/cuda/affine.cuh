@@ -3,8 +3,9 @@
 // enough sequences to keep the device streaming (else the parallel scan composes maps and splits the
 // sequences). N lanes a sequence, 32 / N sequences a warp: lane i owns x_i and computes row i of W x + b,
 // the other entries of x coming by shuffles within the sequence's lanes. W[t] and b[t] of the warp's
-// sequences are staged into shared memory by cp.async, several steps ahead: about 12 kB of inputs in
-// flight a warp, since at B N = 16384 a multiprocessor holds only four warps. With one warp a scheduler,
+// sequences are staged into shared memory by cp.async, several steps ahead: about 10-12 kB of inputs in
+// flight a warp, since at B N = 16384 a multiprocessor holds only four warps; a stage holds as many steps
+// as make each sequence's request at least 256 bytes of W (4 steps of 4x4 fp32). With one warp a scheduler,
 // each instruction of the step loop costs its latency: the loop keeps its strides in registers, fixes the
 // inputs' alignment and the exclusive option outside it, and tests lengths only past the warp's shortest
 // sequence (N = 4: 121 -> 48 instructions a step; H100, (4096, 1024): 48.8 -> 69.2% of copy, N = 8 72.7 ->
@@ -64,9 +65,18 @@ struct affine_layout {
   static constexpr int line_stride = W_ROWS ? round(N) + V : N;  // between W's lines
   static constexpr int w_scalars = round(N * line_stride);
   static constexpr int sequence_scalars = w_scalars + round(N);
-  static constexpr int stage_scalars = per_warp * sequence_scalars;
+  static constexpr int step_scalars = per_warp * sequence_scalars;  // one step of the warp's sequences
+  // Steps a stage: at least 256 bytes of each sequence's W requested together (small W: a 4x4 fp32 step
+  // is 64 bytes, and 4096 sequences each asking for 64 bytes a step kept the walk at 69% of the copy
+  // floor however many bytes were in flight), within about 3 kB a stage.
+  static constexpr int w_bytes = N * N * int(sizeof(S)), step_bytes = step_scalars * int(sizeof(S));
+  static constexpr int wanted_steps = w_bytes >= 256 ? 1 : 256 / w_bytes;
+  static constexpr int steps_per_stage =
+      wanted_steps * step_bytes <= 3072 ? wanted_steps : 3072 / step_bytes > 1 ? 3072 / step_bytes : 1;
+  static constexpr int stage_scalars = steps_per_stage * step_scalars;
   static constexpr int stage_bytes = stage_scalars * int(sizeof(S));
-  // About 12 kB in flight a warp, one step a stage, up to 32 steps. H100, (16384 / N, 1024), % of copy
+  // About 12 kB in flight a warp, up to 32 stages (before the stages of several steps: one step a stage,
+  // where N = 4 read as below). H100, (16384 / N, 1024), % of copy
   // with the walk's instructions cut (below): 7 / 12 / 16 / 24 kB: N = 4 69.2 / 69.0 / 69.1 / 69.9, N = 8
   // 87.7 / 88.8 / 88.6 / 88.2, N = 16 91.4 / 92.9 / 93.0 / 92.6. (Before the cut, instruction bound:
   // 8 / 2 steps a stage, each sequence's W then requested 512 bytes at once, were slower, and 14 or 21
@@ -76,7 +86,7 @@ struct affine_layout {
   static constexpr int ahead = walk_ahead(stage_bytes, 12288, 32) < fitting ? walk_ahead(stage_bytes, 12288, 32)
                                : fitting > walk_ahead(stage_bytes)          ? fitting
                                                                             : walk_ahead(stage_bytes);
-  static constexpr int stages = ahead + 2;  // the steps in flight, the one read, and the one read before
+  static constexpr int stages = ahead + 2;  // the stages in flight, the one read, and the one read before
   static constexpr int warp_scalars = stages * stage_scalars;
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
@@ -160,60 +170,111 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
       x_step = dir * out.head.stride * N;
     }
   }
+  // Stages of several steps whose b and outputs are contiguous and 16-byte aligned in every sequence of the
+  // warp (forward, time stride 1) move each sequence's b and x for the whole stage together: one request
+  // of K N scalars a sequence instead of K of N (4x4 fp32: 16 bytes a request, and L2-bound, ncu: the L2
+  // 84% busy, DRAM 66%). The outputs go through the stage's b slots, each overwritten once read.
+  bool together = false;
+  if constexpr (X::steps_per_stage > 1 && (N * sizeof(S)) % 16 == 0) {
+    const bool mine = b_step == N && (!WRITE || n == 0 ||
+                                      (x_step == N && reinterpret_cast<std::uintptr_t>(x_out - i) % 16 == 0));
+    together = __all_sync(0xffffffffu, mine);
+  }
   // The walk, with the inputs' alignment and the exclusive option fixed (aligned W and b: 16-byte
   // pieces), in two loops: the steps every lane has, then the rest, tested.
   const auto walk = [&](auto aligned, auto exclusive) {
     constexpr bool ALIGNED = decltype(aligned)::value, EXCLUSIVE = decltype(exclusive)::value;
+    constexpr int K = X::steps_per_stage;
     int staged = 0;  // steps staged so far
-    const auto stage = [&](int k, auto tested) {
-      if (decltype(tested)::value && staged >= length) return;
-      ++staged;
-      stage_lines<S, N, N, X::line_stride>(w_next, slot(k), ALIGNED || w_pieces, i);
-      stage_lines<S, N, 1, N>(b_next, slot(k) + X::w_scalars, ALIGNED || b_pieces, i);
-      w_next += w_step;
-      b_next += b_step;
+    const auto stage = [&](int k, auto tested, auto joint) {  // the next K steps into slot k
+      if constexpr (!decltype(tested)::value && decltype(joint)::value) {
+        staged += K;
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          stage_lines<S, N, N, X::line_stride>(w_next, slot(k) + j * X::step_scalars, ALIGNED || w_pieces, i);
+          w_next += w_step;
+        }
+        stage_lines<S, N, K, X::step_scalars>(b_next, slot(k) + X::w_scalars, ALIGNED || b_pieces, i);
+        b_next += K * b_step;
+      } else {
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          if (decltype(tested)::value && staged >= length) return;
+          ++staged;
+          S* const to = slot(k) + j * X::step_scalars;
+          stage_lines<S, N, N, X::line_stride>(w_next, to, ALIGNED || w_pieces, i);
+          stage_lines<S, N, 1, N>(b_next, to + X::w_scalars, ALIGNED || b_pieces, i);
+          w_next += w_step;
+          b_next += b_step;
+        }
+      }
     };
-    // Steps run stages - 2 ahead: the slot refilled at step p was read at step p - 2, which every lane has
-    // left by step p - 1's barrier (one barrier a step, not two).
+    // Stages run stages - 2 ahead: the slot refilled at stage q was read at stage q - 2, which every lane
+    // has left by stage q - 1's barrier (one barrier a stage, not two).
 #pragma unroll
     for (int k = 0; k < X::stages - 2; ++k) {
-      stage(k, std::true_type{});
+      stage(k, std::true_type{}, std::false_type{});
       __pipeline_commit();
     }
     int current = 0;
-    const auto step = [&](int p, auto tested) {
-      constexpr bool TESTED = decltype(tested)::value;
-      stage(current >= 2 ? current - 2 : current + X::stages - 2, tested);
+    const auto run_stage = [&](int p0, auto tested, auto joint) {  // steps [p0, p0 + K)
+      constexpr bool TESTED = decltype(tested)::value, JOINT = !TESTED && decltype(joint)::value;
+      stage(current >= 2 ? current - 2 : current + X::stages - 2, tested, joint);
       __pipeline_commit();
       __pipeline_wait_prior(X::stages - 2);
-      __syncwarp();  // every lane's copies of this step have landed, and every lane has left step p - 1
-      const bool live = !TESTED || p < length;
-      if (WRITE && EXCLUSIVE && live) *x_out = x;
-      const S* w = slot(current);
-      S acc = w[X::w_scalars + i];
-      if constexpr (W_ROWS) {
+      __syncwarp();  // every lane's copies of this stage have landed, and every lane has left the last one
 #pragma unroll
-        for (int k = 0; k < N; k += X::RV) {
-          const auto row = load_vector<X::RV>(w + i * X::line_stride + k);
+      for (int j = 0; j < K; ++j) {
+        const bool live = !TESTED || p0 + j < length;
+        S* const w = slot(current) + j * X::step_scalars;
+        if (!JOINT && WRITE && EXCLUSIVE && live) *x_out = x;
+        const S before = x;
+        S acc = w[X::w_scalars + i];
+        if constexpr (W_ROWS) {
 #pragma unroll
-          for (int q = 0; q < X::RV; ++q) acc = fma(row.v[q], __shfl_sync(0xffffffffu, x, k + q, N), acc);
+          for (int k = 0; k < N; k += X::RV) {
+            const auto row = load_vector<X::RV>(w + i * X::line_stride + k);
+#pragma unroll
+            for (int q = 0; q < X::RV; ++q) acc = fma(row.v[q], __shfl_sync(0xffffffffu, x, k + q, N), acc);
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < N; ++k) acc = fma(w[k * N + i], __shfl_sync(0xffffffffu, x, k, N), acc);
         }
-      } else {
-#pragma unroll
-        for (int k = 0; k < N; ++k) acc = fma(w[k * N + i], __shfl_sync(0xffffffffu, x, k, N), acc);
+        if (JOINT) {
+          x = acc;
+          if (WRITE) w[X::w_scalars + i] = EXCLUSIVE ? before : x;  // b_i, read above by this lane only
+        } else if (live) {
+          x = acc;
+          if (WRITE && !EXCLUSIVE) *x_out = x;
+          if (WRITE) x_out += x_step;
+        }
       }
-      if (live) {
-        x = acc;
-        if (WRITE && !EXCLUSIVE) *x_out = x;
-        if (WRITE) x_out += x_step;
+      if constexpr (JOINT && WRITE) {  // the stage's outputs, 16 bytes a lane, K N scalars a sequence
+        constexpr int per_step = N * int(sizeof(S)) / 16, pieces = K * per_step;
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < (pieces + N - 1) / N; ++r) {
+          const int e = r * N + i;
+          if (pieces % N == 0 || e < pieces) {
+            const int j = e / per_step, part = e % per_step;
+            *reinterpret_cast<uint4*>(x_out - i + j * N + part * X::V) =
+                *reinterpret_cast<const uint4*>(slot(current) + j * X::step_scalars + X::w_scalars + part * X::V);
+          }
+        }
+        x_out += K * x_step;
       }
       current = current == X::stages - 1 ? 0 : current + 1;
     };
-    // Untested while every lane's step p and the step it stages (p + stages - 2) are in its sequence.
-    const int untested = max(0, shortest - (X::stages - 2));
-    int p = 0;
-    for (; p < untested; ++p) step(p, std::false_type{});
-    for (; p < longest; ++p) step(p, std::true_type{});
+    // Untested while every lane's steps of stage q and those it stages (stage q + stages - 2) are in its
+    // sequence: (q + stages - 1) K <= shortest.
+    const int untested = max(0, shortest / K - (X::stages - 2));
+    int q = 0;
+    if (together)
+      for (; q < untested; ++q) run_stage(q * K, std::false_type{}, std::true_type{});
+    else
+      for (; q < untested; ++q) run_stage(q * K, std::false_type{}, std::false_type{});
+    for (; q * K < longest; ++q) run_stage(q * K, std::true_type{}, std::false_type{});
   };
   // Every lane of the warp reaches this point unless all of its sequences are empty (then lanes past the
   // batch have left): nothing to walk, and no warp-wide call with lanes gone.

@@ -68,7 +68,7 @@ __device__ __forceinline__ int row_piece(const cursor<const T>& c) {
   const auto stride0 = __shfl_sync(all, static_cast<long long>(c.stride), 0);
   const unsigned lane = threadIdx.x % 32;
   const bool adjacent = __all_sync(all, address == lane0 + lane * sizeof(T) && c.stride == stride0);
-  if (!adjacent || !std::is_trivially_copyable<T>::value) return 0;
+  if (!adjacent || !moves_as_bytes<T>) return 0;
   const auto bits = lane0 | static_cast<unsigned long long>(c.stride * index_t(sizeof(T)));
   return bits % 16 == 0 ? 16 : bits % 8 == 0 ? 8 : bits % 4 == 0 ? 4 : 0;
 }

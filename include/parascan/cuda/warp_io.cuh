@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "../inputs.hpp"
+#include "relocatable.cuh"
 #include "thread.cuh"
 #include "warp.cuh"
 
@@ -54,8 +55,9 @@ struct chunk_layout {
   static constexpr int size = int(sizeof(T));
   static constexpr int lane_bytes = ITEMS * size;
   static constexpr int piece_for(int p) { return lane_bytes % p == 0 && p % size == 0 ? p : 0; }
-  /// Piece size: the widest of 16, 8, 4 bytes that splits a lane's run into whole elements (0: none).
-  static constexpr int piece = !std::is_trivially_copyable<T>::value ? 0
+  /// Piece size: the widest of 16, 8, 4 bytes that splits a lane's run into whole elements (0: none, or
+  /// an element that must move through its copy constructor).
+  static constexpr int piece = !moves_as_bytes<T> ? 0
                                : piece_for(16)                       ? 16
                                : piece_for(8)                        ? 8
                                                                      : piece_for(4);
@@ -336,10 +338,27 @@ __device__ __forceinline__ void read_run(const unsigned char* stage, int run, T 
 #pragma unroll
     for (int q = 0; q < L::pieces_per_lane; ++q)
       pieces[q] = *reinterpret_cast<const piece_t*>(stage + L::slot(run * L::pieces_per_lane + q) * L::piece);
-    std::memcpy(mem, pieces, sizeof mem);
+    std::memcpy(static_cast<void*>(mem), pieces, sizeof mem);
   } else {
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) mem[j] = *reinterpret_cast<const T*>(stage + L::offset(run * ITEMS + j));
+  }
+}
+
+/// A lane's run in memory order -> scan order (reverse: back to front). Two loops, not a conditional
+/// expression an element: over elements of class type (Eigen matrices) that chose between two addresses
+/// and kept the run on the stack (a 2 x 2 prefix: 80 bytes of stack a thread).
+template <int ITEMS, class T>
+__device__ __forceinline__ void to_scan_order(bool reverse, const T (&mem)[ITEMS], T (&v)[ITEMS]) {
+  if constexpr (std::is_trivially_copyable<T>::value) {  // the form the tuned kernels were measured with
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) v[j] = reverse ? mem[ITEMS - 1 - j] : mem[j];  // constant indices: registers
+  } else if (reverse) {
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) v[j] = mem[ITEMS - 1 - j];
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) v[j] = mem[j];
   }
 }
 
@@ -352,12 +371,11 @@ __device__ __forceinline__ void unstage_chunk(const warp_chunk<ITEMS>& w, const 
   if constexpr (L::vector) {
     T mem[ITEMS];
     read_run<ITEMS>(stage, run, mem);
-#pragma unroll
-    for (int j = 0; j < ITEMS; ++j) v[j] = w.reverse ? mem[ITEMS - 1 - j] : mem[j];  // constant indices: registers
+    to_scan_order(w.reverse, mem, v);
   } else {
-    // Element by element straight into place (non-trivially-copyable types, Eigen matrices): read as a run and
-    // then reordered, the run stayed in local memory (2x2 matrix chains since 3cd382f: 71.8 -> 58.7% of the
-    // copy floor, H100, same process; 71.2% with this).
+    // Element by element straight into place (elements over 16 bytes, or not moved as bytes): read as a run
+    // and then reordered, Eigen matrices stayed in local memory (2x2 matrix chains, before they moved as
+    // bytes, since 3cd382f: 71.8 -> 58.7% of the copy floor, H100, same process; 71.2% with this).
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j)
       v[j] = *reinterpret_cast<const T*>(stage + L::offset(run * ITEMS + (w.reverse ? ITEMS - 1 - j : j)));
@@ -393,8 +411,7 @@ __device__ __forceinline__ void unstage_chunk(const shifted_cursor<T>& c, const 
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j)
     shifted[j] = c.lag < 0 ? (j == 0 ? across : mem[j - 1]) : (j == ITEMS - 1 ? across : mem[j + 1]);
-#pragma unroll
-  for (int j = 0; j < ITEMS; ++j) v[j] = w.reverse ? shifted[ITEMS - 1 - j] : shifted[j];
+  to_scan_order(w.reverse, shifted, v);
 }
 template <int ITEMS, class T>
 __device__ __forceinline__ void unstage_chunk(const cursor<const T>&, const warp_chunk<ITEMS>& w,
@@ -474,7 +491,7 @@ __device__ __forceinline__ void load_run(const cursor<const T>& c, const warp_ch
     piece_t pieces[L::pieces_per_lane];
 #pragma unroll
     for (int q = 0; q < L::pieces_per_lane; ++q) pieces[q] = src[q];
-    std::memcpy(mem, pieces, sizeof mem);
+    std::memcpy(static_cast<void*>(mem), pieces, sizeof mem);
   }
 }
 /// The same for a shifted input (loads_vectors holds): the run of its unshifted memory, moved one element
@@ -655,7 +672,7 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
           for (int j = 0; j < ITEMS; ++j) mem[j] = values[j];
         }
         piece_t pieces[L::pieces_per_lane];
-        std::memcpy(pieces, mem, sizeof pieces);
+        std::memcpy(pieces, static_cast<const void*>(mem), sizeof pieces);
         piece_t* dst = lane_run<piece_t>(lowest, lane, w.reverse, L::pieces_per_lane);
 #pragma unroll
         for (int q = 0; q < L::pieces_per_lane; ++q) dst[q] = pieces[q];
@@ -665,9 +682,10 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
     if (buffer != nullptr) {
       const int run = w.reverse ? 31 - lane : lane;
       __syncwarp();  // every lane has read its inputs from the buffer
+      Out ordered[ITEMS];
+      to_scan_order(w.reverse, values, ordered);
 #pragma unroll
-      for (int j = 0; j < ITEMS; ++j)
-        *reinterpret_cast<Out*>(buffer + L::offset(run * ITEMS + j)) = w.reverse ? values[ITEMS - 1 - j] : values[j];
+      for (int j = 0; j < ITEMS; ++j) *reinterpret_cast<Out*>(buffer + L::offset(run * ITEMS + j)) = ordered[j];
       __syncwarp();
       const bool full = w.full();
 #pragma unroll

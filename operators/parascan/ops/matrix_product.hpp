@@ -28,6 +28,7 @@
 #include <parascan/layout.hpp>
 #include <parascan/matrix_form.hpp>
 #include <parascan/options.hpp>
+#include <parascan/policy.hpp>
 #include <parascan/shifted.hpp>
 #include <parascan/validate.hpp>
 
@@ -131,6 +132,18 @@ struct matrix_form<ops::matrix_product<M, Order>> {
   static constexpr bool available = std::is_same<scalar, float>::value || std::is_same<scalar, double>::value;
   static constexpr int size = M::RowsAtCompileTime;
   static constexpr bool later_on_right = (Order == chain_order::left_to_right) != bool(M::IsRowMajor);
+};
+
+/// 2 x 2 fp32 products (16-byte states moved as bytes, cuda/relocatable.cuh; 32 bytes a step): 2 items a
+/// thread at 6 blocks of warps, and the wide states' 4 items from 2048 steps. Prefix over (16384, 1024)
+/// chains, % of the copy floor (H100, 2026-11-28, policy_sweep part matrix2): 92.0 against 80.9 for the
+/// wide states' 4 items at 4 blocks, 85.5 at 8 blocks of 2 items (64 registers), 85.8 for 64-thread
+/// blocks of 2 items; at (4096, 4096) 4 items 76.0 against 57.1 for 2 at 8 blocks.
+template <class M, chain_order Order>
+struct default_policy<ops::matrix_product<M, Order>, arch::sm90> {
+  using type = std::conditional_t<
+      sizeof(M) == 16, long_sequences<cuda_policy<128, 2, combine_variant::warp, 6, 3>, 16, sm90_tuning::wide_warps>,
+      typename sm90_by_family<ops::matrix_product<M, Order>>::type>;
 };
 
 /// Cumulative products: out[t] = M[0] ... M[t] (left_to_right) or M[t] ... M[0] (right_to_left) for every
