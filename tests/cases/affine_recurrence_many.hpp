@@ -44,6 +44,14 @@ TEST_CASE("affine_recurrence: many sequences, N = 2, 4, 8 (fp32, fp64, row-major
   ptest::check_affine_recurrence<float, 8, Eigen::RowMajor>(many_sequences<37>, 16);
 }
 
+TEST_CASE("affine_recurrence: many sequences, stages of several steps (N = 4 row-major W, fp64 N = 2 and 4)") {
+  // The CUDA walk stages 2 to 4 steps at a time for these and moves each stage's b and x as one request a
+  // sequence where they are contiguous (cuda/affine.cuh): its other layouts and option sets besides.
+  ptest::check_affine_recurrence<float, 4, Eigen::RowMajor>(many_sequences<130>, 16);
+  ptest::check_affine_recurrence<double, 4>(many_sequences<130>, 16);
+  ptest::check_affine_recurrence<double, 2>(many_sequences<130>, 16);
+}
+
 TEST_CASE("affine_recurrence: many sequences, N = 16, 32") {
   ptest::check_affine_recurrence<float, 16>(many_sequences<37>, 16);
   ptest::check_affine_recurrence<float, 16, Eigen::RowMajor>(many_sequences<37>, 16);

@@ -46,8 +46,9 @@ struct affine_fits<Op, input_pack<MW, VB>, output_pack<O...>> {
                                 (sizeof...(O) == 0 || (sizeof...(O) == 1 && (is_dense_of<O, S, N, 1>::value && ...)));
 };
 
-/// Steps a walk stages ahead, one step a stage: about `in_flight` bytes of inputs a warp, 2 to `most`
-/// steps (shared by the affine walk and the chain walk, chain_walk.cuh).
+/// Stages a walk keeps ahead: about `in_flight` bytes of inputs a warp, 2 to `most` stages of
+/// `stage_bytes` (shared by the affine walk, whose stages may hold several steps, and the chain walk,
+/// chain_walk.cuh, one step a stage).
 constexpr int walk_ahead(int stage_bytes, int in_flight = 7168, int most = 11) {
   return in_flight / stage_bytes < 2 ? 2 : in_flight / stage_bytes > most ? most : in_flight / stage_bytes;
 }
@@ -180,8 +181,9 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
                                       (x_step == N && reinterpret_cast<std::uintptr_t>(x_out - i) % 16 == 0));
     together = __all_sync(0xffffffffu, mine);
   }
-  // The walk, with the inputs' alignment and the exclusive option fixed (aligned W and b: 16-byte
-  // pieces), in two loops: the steps every lane has, then the rest, tested.
+  // (A vote: lanes past the batch that have left count as agreeing; `together` matters only where no lane
+  // has.) The walk, with the inputs' alignment and the exclusive option fixed (aligned W and b: 16-byte
+  // pieces), in two loops: the stages every lane has (joint or not), then the rest, tested.
   const auto walk = [&](auto aligned, auto exclusive) {
     constexpr bool ALIGNED = decltype(aligned)::value, EXCLUSIVE = decltype(exclusive)::value;
     constexpr int K = X::steps_per_stage;

@@ -23,8 +23,9 @@ THRUST_NAMESPACE_END
 
 namespace parascan::engine {
 
-/// Whether the engine may move values of T as raw bytes.
+/// Whether the engine may move values of T as raw bytes. (Thrust's own algorithms see the proclamation
+/// above only where this header is included; either answer is correct for them.)
 template <class T>
-constexpr bool moves_as_bytes = thrust::is_trivially_relocatable<T>::value;
+constexpr bool moves_as_bytes = THRUST_NS_QUALIFIER::is_trivially_relocatable<T>::value;
 
 }  // namespace parascan::engine

@@ -142,7 +142,8 @@ struct matrix_form<ops::matrix_product<M, Order>> {
 template <class M, chain_order Order>
 struct default_policy<ops::matrix_product<M, Order>, arch::sm90> {
   using type = std::conditional_t<
-      sizeof(M) == 16, long_sequences<cuda_policy<128, 2, combine_variant::warp, 6, 3>, 16, sm90_tuning::wide_warps>,
+      std::is_same<typename M::Scalar, float>::value && M::RowsAtCompileTime == 2,
+      long_sequences<cuda_policy<128, 2, combine_variant::warp, 6, 3>, 16, sm90_tuning::wide_warps>,
       typename sm90_by_family<ops::matrix_product<M, Order>>::type>;
 };
 
