@@ -189,26 +189,22 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
     constexpr int K = X::steps_per_stage;
     int staged = 0;  // steps staged so far
     const auto stage = [&](int k, auto tested, auto joint) {  // the next K steps into slot k
-      if constexpr (!decltype(tested)::value && decltype(joint)::value) {
-        staged += K;
+      constexpr bool JOINT = !decltype(tested)::value && decltype(joint)::value;  // b of the K steps at once
 #pragma unroll
-        for (int j = 0; j < K; ++j) {
-          stage_lines<S, N, N, X::line_stride>(w_next, slot(k) + j * X::step_scalars, ALIGNED || w_pieces, i);
-          w_next += w_step;
-        }
-        stage_lines<S, N, K, X::step_scalars>(b_next, slot(k) + X::w_scalars, ALIGNED || b_pieces, i);
-        b_next += K * b_step;
-      } else {
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-          if (decltype(tested)::value && staged >= length) return;
-          ++staged;
-          S* const to = slot(k) + j * X::step_scalars;
-          stage_lines<S, N, N, X::line_stride>(w_next, to, ALIGNED || w_pieces, i);
+      for (int j = 0; j < K; ++j) {
+        if (decltype(tested)::value && staged >= length) return;
+        ++staged;
+        S* const to = slot(k) + j * X::step_scalars;
+        stage_lines<S, N, N, X::line_stride>(w_next, to, ALIGNED || w_pieces, i);
+        w_next += w_step;
+        if constexpr (!JOINT) {
           stage_lines<S, N, 1, N>(b_next, to + X::w_scalars, ALIGNED || b_pieces, i);
-          w_next += w_step;
           b_next += b_step;
         }
+      }
+      if constexpr (JOINT) {
+        stage_lines<S, N, K, X::step_scalars>(b_next, slot(k) + X::w_scalars, ALIGNED || b_pieces, i);
+        b_next += K * b_step;
       }
     };
     // Stages run stages - 2 ahead: the slot refilled at stage q was read at stage q - 2, which every lane
