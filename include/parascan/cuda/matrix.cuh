@@ -141,6 +141,12 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
   using S = typename X::S;
   using M = state_t<Op>;
   constexpr bool write = PASS == pass::scan || PASS == pass::rescan;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as a programmatic dependent (product_pass::launch): the next pass may start its blocks now,
+  // and this one waits here until the pass before it has finished and its writes are visible.
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+#endif
   const int lane = int(threadIdx.x) % WIDTH, group = int(threadIdx.x) / WIDTH;
   const index_t item = index_t(blockIdx.x) * (THREADS / WIDTH) + group;
   if (item >= a.count * a.splits) return;  // a whole group leaves together
@@ -211,6 +217,17 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
   }
 }
 
+/// Whether the current device runs programmatic dependent launches (sm_90 on), cached per device.
+inline bool launches_programmatically() {
+  static std::atomic<int> cache[64] = {};
+  return cached_per_device(cache, [](int device) {
+           int major = 0;
+           detail::cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                              "cudaDeviceGetAttribute");
+           return major >= 9 ? 2 : 1;  // the cache's 0: not yet read
+         }) == 2;
+}
+
 /// The kernel of one pass for groups of WIDTH threads, with its dynamic shared memory allowed (once per
 /// device).
 template <class Policy, int WIDTH, pass PASS, class Op, class Pack, class Outs>
@@ -242,8 +259,19 @@ struct product_pass {
     allow_shared();
     const index_t blocks = (a.count * a.splits + groups_per_block - 1) / groups_per_block;
     detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
-    kernel<<<unsigned(blocks), Policy::threads, bytes, stream>>>(a);
-    detail::check_launch("parascan product_kernel");
+    // Programmatic stream serialization: a level's pass launches while the pass before it runs (a chain's
+    // levels are a few small grids each, whose launch latency would otherwise add up).
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(blocks));
+    config.blockDim = dim3(Policy::threads);
+    config.dynamicSmemBytes = std::size_t(bytes);
+    config.stream = stream;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = launches_programmatically() ? 1 : 0;
+    detail::cuda_check(cudaLaunchKernelEx(&config, kernel, a), "parascan product_kernel");
   }
 };
 
