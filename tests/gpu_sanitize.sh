@@ -94,8 +94,11 @@ run_one() {
 }
 export -f run_one
 export out limit KERNELS
-# Spread the heavy executables' jobs over the run rather than queueing them together.
-shuf "$list" | tr '\n' '\0' | xargs -0 -r -P "$jobs" -I{} bash -c 'run_one "$1"' _ {}
+# Spread the heavy executables' jobs over the run rather than queueing them together, the slowest tool's
+# first (racecheck, then initcheck: the jobs left unfinished at a call's end were mostly theirs), so that
+# the longest jobs are not the last to start.
+shuf "$list" | awk -F'\t' '{ r = $3 == "racecheck" ? 0 : $3 == "initcheck" ? 1 : $3 == "memcheck" ? 2 : 3; print r "\t" $0 }' |
+  sort -s -n -k1,1 | cut -f2- | tr '\n' '\0' | xargs -0 -r -P "$jobs" -I{} bash -c 'run_one "$1"' _ {}
 
 clean=$(awk -F'\t' '$3 == 0' "$out/results.txt" | wc -l)
 over=$(awk -F'\t' '$3 == 124' "$out/results.txt" | wc -l)

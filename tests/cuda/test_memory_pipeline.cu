@@ -78,18 +78,30 @@ TEST_CASE("pipeline: bf16 gates with fp32 tokens, 2-byte elements") {
   check_pipeline<parascan::cuda_policy<64, 3, combine_variant::automatic, 1, 3>, ptest::bf16, ptest::bf16>();
 }
 
-TEST_CASE("pipeline: many short sequences (more warps than the device runs at once)") {
+// Many short sequences and the long tiles are one test case a dtype or policy: as one case each, they were
+// the suite's longest under compute-sanitizer's racecheck (over 8 minutes), and tests/gpu_sanitize.sh runs
+// each test case as a job of its own.
+TEST_CASE("pipeline: many short sequences (more warps than the device runs at once), fp32, default policy") {
   check_pipeline<parascan::use_default_policy, float, float>(64, 200, {1, 5, 64, 130, 300});
+}
+
+TEST_CASE("pipeline: many short sequences (more warps than the device runs at once), fp32, block tiles of 128 x 4") {
   check_pipeline<parascan::cuda_policy<128, 4, combine_variant::block, 8, 2>, float, float>(64, 200, {3, 100, 600});
+}
+
+TEST_CASE("pipeline: many short sequences (more warps than the device runs at once), bf16, default policy") {
   check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(64, 200, {9, 127});
 }
 
-TEST_CASE("pipeline: whole long sequences under the default policy's long tiles (policy.hpp's long_sequences)") {
-  // 4800 sequences fill the device, so none is split. From about 4 long tiles (plan.hpp's runs_long_tiles:
-  // fp32 from 768 steps, bf16 from 3584) the warps run 8 (fp32) or 16 (bf16) items a thread: 768, 1000,
-  // 1024 and 2200 fp32 steps (1000 and 2200 with ragged tails) and 3584 and 4101 bf16 steps run the long
-  // tiles; 767 and 1029 fp32 steps (a long tail would pad too much) and 2048 bf16 steps the base tiles.
+// 4800 sequences fill the device, so none is split. From about 4 long tiles (plan.hpp's runs_long_tiles:
+// fp32 from 768 steps, bf16 from 3584) the warps run 8 (fp32) or 16 (bf16) items a thread: 768, 1000,
+// 1024 and 2200 fp32 steps (1000 and 2200 with ragged tails) and 3584 and 4101 bf16 steps run the long
+// tiles; 767 and 1029 fp32 steps (a long tail would pad too much) and 2048 bf16 steps the base tiles.
+TEST_CASE("pipeline: whole long sequences under the default policy's long tiles (policy.hpp's long_sequences), fp32") {
   check_pipeline<parascan::use_default_policy, float, float>(32, 150, {767, 768, 1000, 1024, 1029, 2200});
+}
+
+TEST_CASE("pipeline: whole long sequences under the default policy's long tiles (policy.hpp's long_sequences), bf16") {
   check_pipeline<parascan::use_default_policy, ptest::bf16, ptest::bf16>(32, 150, {2048, 3584, 4101});
 }
 
