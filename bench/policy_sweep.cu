@@ -440,15 +440,19 @@ int main() {
         tag<from_2048<scalar_warps, 256, 8, 4, 2>>{}, tag<from_2048<scalar_warps, 64, 8, 16, 2>>{});
   }
 #elif defined(SWEEP_LOOKBACK)
-  // One long sequence: the look-back's tiles (threads x items, resident blocks).
+  // One long sequence: the look-back's tiles (threads x items, resident blocks). The last ones are small
+  // blocks at many a multiprocessor, as CUB's sm_90 tuning for a float sum (128 x 24, tuning_scan.cuh):
+  // other blocks keep loading while one looks back.
   sweep_single<parascan::ops::linear_recurrence<float>>(
       "fp32 pair", 12.0, false, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
       tag<cuda_policy<256, 16, blk, 3>>{}, tag<cuda_policy<512, 8, blk, 2>>{}, tag<cuda_policy<256, 8, blk, 4>>{},
-      tag<cuda_policy<128, 16, blk, 4>>{}, tag<cuda_policy<512, 16, blk, 1>>{}, tag<cuda_policy<256, 12, blk, 3>>{});
+      tag<cuda_policy<128, 16, blk, 4>>{}, tag<cuda_policy<512, 16, blk, 1>>{}, tag<cuda_policy<256, 12, blk, 3>>{},
+      tag<cuda_policy<128, 24, blk, 6>>{}, tag<cuda_policy<128, 16, blk, 8>>{}, tag<cuda_policy<128, 12, blk, 10>>{});
   sweep_single<parascan::ops::sum<float>>(
       "fp32 sum", 8.0, true, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 3>>{},
       tag<cuda_policy<256, 32, blk, 2>>{}, tag<cuda_policy<512, 8, blk, 3>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
-      tag<cuda_policy<128, 32, blk, 4>>{}, tag<cuda_policy<256, 24, blk, 3>>{});
+      tag<cuda_policy<128, 32, blk, 4>>{}, tag<cuda_policy<256, 24, blk, 3>>{}, tag<cuda_policy<128, 24, blk, 8>>{},
+      tag<cuda_policy<128, 24, blk, 12>>{}, tag<cuda_policy<128, 24, blk, 16>>{}, tag<cuda_policy<128, 16, blk, 12>>{});
 #elif defined(SWEEP_MATRIX2)
   // The 2 x 2 prefix (issue 8's 72.5% at (16384, 1024), H100): Eigen's Matrix2f against a plain struct.
   using wide = parascan::sm90_tuning::wide_warps;
