@@ -230,6 +230,17 @@ inline bool serves_this_device(memory_bandwidth devices) {
   return devices == memory_bandwidth::any || (devices == memory_bandwidth::from_4_5_tbs) == memory_from_4_5_tbs();
 }
 
+/// Whether the current device runs programmatic dependent launches (sm_90 on), cached per device.
+inline bool launches_programmatically() {
+  static std::atomic<int> cache[64] = {};
+  return cached_per_device(cache, [](int device) {
+           int major = 0;
+           detail::cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                              "cudaDeviceGetAttribute");
+           return major >= 9 ? 2 : 1;  // the cache's 0: not yet read
+         }) == 2;
+}
+
 /// Lets `kernel` take `bytes` of dynamic shared memory (above 48 kB it must ask) on the current device,
 /// once per device (`cache`: the kernel's own).
 template <class Kernel>

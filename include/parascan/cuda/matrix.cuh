@@ -217,17 +217,6 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
   }
 }
 
-/// Whether the current device runs programmatic dependent launches (sm_90 on), cached per device.
-inline bool launches_programmatically() {
-  static std::atomic<int> cache[64] = {};
-  return cached_per_device(cache, [](int device) {
-           int major = 0;
-           detail::cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-                              "cudaDeviceGetAttribute");
-           return major >= 9 ? 2 : 1;  // the cache's 0: not yet read
-         }) == 2;
-}
-
 /// The kernel of one pass for groups of WIDTH threads, with its dynamic shared memory allowed (once per
 /// device).
 template <class Policy, int WIDTH, pass PASS, class Op, class Pack, class Outs>
