@@ -2,7 +2,7 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, scalar_long,
+//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, scalar_4096, scalar_long,
 //   stream_prefetch, lookback, complex, short, matrix2; one executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -176,17 +177,49 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
   (one(Policies{}), ...);
 }
 
+/// The largest |y - reference| / (1 + |reference|) over n floats, into *worst (non-negative float bits
+/// order as unsigned ints).
+__global__ void worst_difference(const float* y, const float* reference, std::size_t n, unsigned* worst) {
+  float mine = 0.f;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const float d = fabsf(y[i] - reference[i]) / (1.f + fabsf(reference[i]));
+    mine = d == d ? fmaxf(mine, d) : INFINITY;
+  }
+  atomicMax(worst, __float_as_uint(mine));
+}
+
 /// One sequence of 2^28 steps (the single-pass look-back, cuda/lookback.cuh) under look-back tiles
 /// `Tiles...` (threads x items at min_blocks resident); `cub` adds CUB's InclusiveSum of the same floats.
+/// Each result is checked against a reference (CUB's sum; the default policy's recurrence): relative
+/// difference at most 1e-3 (the sums reach 2.5e8, where a float's ulp is 16, through 2^15 .. 2^17 tile
+/// prefixes each rounded once, so tile sizes differ by up to 5e-4 from CUB's; the recurrence by 1e-6).
 template <class Op, class... Tiles>
 void sweep_single(const char* what, double bytes_per_step, bool cub, tag<Tiles>...) {
   const std::size_t n = std::size_t(1) << 28;
-  device_array<float> a(n), b(n), y(n);
+  device_array<float> a(n), b(n), y(n), reference(n);
+  device_array<unsigned> worst(1);
   fill<<<1024, 256>>>(a.p, n, 0.9f, 1.0f, 2);
   fill<<<1024, 256>>>(b.p, n, -1.f, 1.f, 3);
+  if constexpr (std::is_same<Op, parascan::ops::sum<float>>::value) {
+    std::size_t temp_bytes = 0;
+    cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, a.p, reference.p, int(n));
+    device_array<char> temp(temp_bytes);
+    cub::DeviceScan::InclusiveSum(temp.p, temp_bytes, a.p, reference.p, int(n));
+  } else {
+    parascan::prefix_scan(parascan::cuda{}, Op{}, parascan::inputs(parascan::single(a.p, long(n)),
+                                                                   parascan::single(b.p, long(n))),
+                          parascan::single(reference.p, long(n)));
+  }
   const auto report = [&](const char* who, int threads, int items, int blocks, double ms) {
-    std::printf("%-10s single 2^28 %-8s threads %4d items %2d min_blocks %d: %8.4f ms %6.1f%% of copy\n", what, who,
-                threads, items, blocks, ms, 100.0 * bytes_per_step * double(n) / ms / 1e6 / copy_gbs);
+    cudaMemsetAsync(worst.p, 0, sizeof(unsigned), 0);
+    worst_difference<<<1024, 256>>>(y.p, reference.p, n, worst.p);
+    unsigned bits = 0;
+    check_or_exit(cudaMemcpy(&bits, worst.p, sizeof bits, cudaMemcpyDeviceToHost), "worst difference");
+    float difference;
+    std::memcpy(&difference, &bits, sizeof difference);
+    std::printf("%-10s single 2^28 %-8s threads %4d items %2d min_blocks %d: %8.4f ms %6.1f%% of copy%s (%.1e)\n", what,
+                who, threads, items, blocks, ms, 100.0 * bytes_per_step * double(n) / ms / 1e6 / copy_gbs,
+                difference <= 1e-3f ? "" : " FAIL", double(difference));
     std::fflush(stdout);
   };
   const auto one = [&](auto tiles) {
@@ -356,6 +389,20 @@ int main() {
         tag<from_2048<scalar_warps, 512, 8, 2, 2>>{}, tag<from_2048<scalar_warps, 256, 8, 4>>{},
         tag<from_2048<scalar_warps, 256, 8, 6>>{}, tag<from_2048<scalar_warps, 256, 4, 8, 2>>{},
         tag<from_2048<scalar_warps, 1024, 8, 1>>{}, tag<from_2048<scalar_warps, 256, 16, 2>>{});
+#elif defined(SWEEP_SCALAR_4096)
+  // Cumsum at T = 4096 (issue 11's 97% of copy; 512 x 4@4s2 reads 96.8-97.1 on an H100): two 2048-step
+  // tiles a block there, or one. Candidates keep 32-64 kB a multiprocessor in registers (the fp32
+  // recurrence's 1024 x 4@2 reads 99% with 64 kB, one tile a block); three rounds, alternated.
+  using parascan::sm90_tuning::scalar_warps;
+  for (int round = 0; round < 3; ++round)
+    for (long T : {4096L, 8192L})
+      sweep<parascan::ops::sum<float>, float, float, float>(
+          "fp32 sum", T, 8.0, tag<from_2048<scalar_warps, 512, 4, 4, 2>>{}, tag<from_2048<scalar_warps, 512, 4, 4, 3>>{},
+          tag<from_2048<scalar_warps, 512, 8, 4>>{}, tag<from_2048<scalar_warps, 512, 8, 3>>{},
+          tag<from_2048<scalar_warps, 256, 8, 8, 2>>{}, tag<from_2048<scalar_warps, 128, 8, 16, 2>>{},
+          tag<from_2048<scalar_warps, 128, 16, 8>>{}, tag<from_2048<scalar_warps, 128, 16, 8, 2>>{},
+          tag<from_2048<scalar_warps, 256, 16, 4>>{}, tag<from_2048<scalar_warps, 256, 8, 6, 2>>{},
+          tag<from_2048<scalar_warps, 256, 4, 8, 3>>{}, tag<from_2048<scalar_warps, 1024, 4, 2, 2>>{});
 #elif defined(SWEEP_SCALAR_LONG)
   // Why cumsum's 1024 x 4@2s2 reads 99.0% at T = 16384 and 96.5% at 65536 on an H100 (2026-11-27): the
   // same 805M floats cut into sequences of 4096 .. 65536 steps (more tiles a block at the same footprint),
@@ -442,7 +489,10 @@ int main() {
 #elif defined(SWEEP_LOOKBACK)
   // One long sequence: the look-back's tiles (threads x items, resident blocks). The last ones are small
   // blocks at many a multiprocessor, as CUB's sm_90 tuning for a float sum (128 x 24, tuning_scan.cuh):
-  // other blocks keep loading while one looks back.
+  // other blocks keep loading while one looks back (H100, 2026-11-28: they spill and read 25-52%;
+  // bench/results/h100-lookback-l2-prefetch-probe.log has a probe that also prefetched, into the L2, the
+  // tile one or two waves of resident blocks ahead: fp32 sum 512 x 16@2 57.2 -> 61.5 / 51.2%, the fp32
+  // recurrence 65.8 -> 51.9 / 50.9%; not kept).
   sweep_single<parascan::ops::linear_recurrence<float>>(
       "fp32 pair", 12.0, false, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
       tag<cuda_policy<256, 16, blk, 3>>{}, tag<cuda_policy<512, 8, blk, 2>>{}, tag<cuda_policy<256, 8, blk, 4>>{},

@@ -365,7 +365,10 @@ using pair_streams =
 // the pooled arrays; % of cudaMemcpy at T = 4096 / 8192 / 16384 / 65536; bench/results/
 // h100-scalar-stream-sweep.log) read 512 x 4@4 96.0 / 97.0 / 96.7 / 96.5, 512 x 4@4s2 97.0 / 96.8 / 96.2 /
 // 94.5, 1024 x 4@2s2 87.9 / 98.3 / 99.0 / 96.5; so the H100 takes 512 x 4@4s2 from 4096 and 1024 x 4@2s2
-// from 8192 (the bench at a3cbcd0: 97.1 / 96.7 at 4096 / 65536).
+// from 8192 (the bench at a3cbcd0: 97.1 / 96.7 at 4096 / 65536). At 4096 steps nothing beats 512 x 4@4s2
+// (part scalar_4096, H100, 2026-11-28, three rounds; bench/results/h100-scalar-4096-sweep.log): it reads
+// 97.0-97.1, s3 96.8-97.1, 256 x 8@6s2 93.3-93.6, 256 x 4@8s3 92.9-93.1, 512 x 8@3 92.5-92.9, 256 x 8@8s2
+// 92.2-92.5, 512 x 8@4 89.5 (one tile a block, spilling), 1024 x 4@2s2 87.8-88.1, 128 x 16@8 72-75.
 using narrow_streams =
     streamed_ladder<detail::widened<pair_warps, 8>::type, stream_rung<1024, stream<128, 8, 12>, 128>,
                     stream_rung<2048, stream<256, 8, 6>, 128, below_4_5_tbs>,
