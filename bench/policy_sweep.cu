@@ -2,8 +2,8 @@
 // policies (threads x items, resident blocks per multiprocessor, pipeline stages), each as a fraction of
 // the copy floor measured in the same run. Not a test, and not the benchmark (cuda_bench.cu): it is how
 // the defaults were chosen, kept so that they can be chosen again on another device.
-//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, scalar_4096, scalar_long,
-//   stream_prefetch, lookback, complex, short, matrix2; one executable each, built in parallel)
+//   parascan_policy_sweep_<part>      (part: pair, pair_stream, bf16, scalar, scalar_stream, scalar_4096,
+//   scalar_long, stream_prefetch, lookback, complex, short, matrix2; one executable each, built in parallel)
 #include <cuda/std/complex>
 #include <cuda_bf16.h>
 #include <cub/device/device_scan.cuh>
@@ -181,7 +181,8 @@ void sweep(const char* what, long T, double bytes_per_step, tag<Policies>...) {
 /// order as unsigned ints).
 __global__ void worst_difference(const float* y, const float* reference, std::size_t n, unsigned* worst) {
   float mine = 0.f;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const float d = fabsf(y[i] - reference[i]) / (1.f + fabsf(reference[i]));
     mine = d == d ? fmaxf(mine, d) : INFINITY;
   }
