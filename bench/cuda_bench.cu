@@ -1112,8 +1112,9 @@ error_meter check_products(context& ctx, const parascan::sequences<const Eigen::
   return m;
 }
 
-/// Cumulative products of N x N fp32 matrices, left_to_right, over (B, T) chains (matrix_chain).
-template <int N>
+/// Cumulative products of N x N fp32 matrices, left_to_right, over (B, T) chains (matrix_chain; with
+/// TENSOR_CORES, prefix_scan of ops::matrix_product_3xtf32).
+template <int N, bool TENSOR_CORES = false>
 void run_matrix_prefix(context& ctx, record& r, index_t B, index_t T) {
   using M = Eigen::Matrix<float, N, N>;
   const std::size_t n = std::size_t(B * T);
@@ -1122,7 +1123,13 @@ void run_matrix_prefix(context& ctx, record& r, index_t B, index_t T) {
   const auto vm = parascan::bdt<const M>(m.p, B, 1, T);
   const auto vp = parascan::bdt(p.p, B, 1, T);
   measure(
-      ctx, r, [&] { p.poison(); }, [&] { parascan::matrix_chain(parascan::cuda{}, vm, vp); },
+      ctx, r, [&] { p.poison(); },
+      [&] {
+        if constexpr (TENSOR_CORES)
+          parascan::prefix_scan(parascan::cuda{}, parascan::ops::matrix_product_3xtf32<M>{}, vm, vp);
+        else
+          parascan::matrix_chain(parascan::cuda{}, vm, vp);
+      },
       [&] { return check_products<N>(ctx, vm, p.p, pick(B), false); });
 }
 
@@ -1416,6 +1423,10 @@ std::vector<bench_case> make_cases(bool sweep) {
     add("parascan", "matrix_chain " + std::to_string(N) + "x" + std::to_string(N), "matrix_chain", "fp32", "bt",
         {chains, 1024, N, N}, 1024, chains, 8.0 * N * N, chains * 1024, N == 16,
         [=](context& c, record& r) { run_matrix_prefix<N>(c, r, chains, 1024); });
+    if constexpr (N == 16 || N == 32)  // opted in to tensor cores (3xTF32)
+      add("parascan", "matrix_chain " + std::to_string(N) + "x" + std::to_string(N) + " 3xtf32", "matrix_chain",
+          "fp32", "bt", {chains, 1024, N, N}, 1024, chains, 8.0 * N * N, chains * 1024, false,
+          [=](context& c, record& r) { run_matrix_prefix<N, true>(c, r, chains, 1024); });
     add("parascan", "matrix_chain_product " + std::to_string(N) + "x" + std::to_string(N), "matrix_chain_product",
         "fp32", "bt", {1, 1000, N, N}, 1000, 1, 4.0 * N * N, 1000, N == 16,
         [=](context& c, record& r) { run_matrix_reduce<N>(c, r, 1, 1000); });

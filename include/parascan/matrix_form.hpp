@@ -10,10 +10,15 @@
 //     static constexpr bool later_on_right = true;  // op(P, M) = P M in the stored (column-major) sense
 //   };
 //
+// Optional: `static constexpr bool tensor_cores = true;` lets fp32 products of N = 16 or 32 run on tensor
+// cores as 3xTF32 (ops::matrix_product_3xtf32 says what that costs in accuracy).
+//
 // The state must be exactly N * N scalars, column by column (Eigen's default storage; a row-major type
 // stores the transpose, which flips the side: later_on_right = !(its order's side)); lift, project and
 // seed the identity map (one input, one output, both of the state's type).
 #pragma once
+
+#include <type_traits>
 
 namespace parascan {
 
@@ -21,5 +26,11 @@ template <class Op>
 struct matrix_form {
   static constexpr bool available = false;
 };
+
+/// Whether a matrix_form opts in to tensor cores.
+template <class Form, class = void>
+struct uses_tensor_cores : std::false_type {};
+template <class Form>
+struct uses_tensor_cores<Form, std::void_t<decltype(Form::tensor_cores)>> : std::bool_constant<Form::tensor_cores> {};
 
 }  // namespace parascan

@@ -304,9 +304,10 @@ struct default_policy<Op, arch::host> {
 // Matrix products with a matrix_form above 128 bytes: a warp per product, factors staged 6 / 5 / 3 deep
 // up to 256 bytes / 1 kB / beyond (H100, prefix over 2^26 floats of (B, 1024) chains: 8x8 48 -> 52%,
 // 16x16 46 -> 49% of copy from 3 to 6 / 5 stages; 32x32 39% at 2 or 3 stages and at 32-, 64- or
-// 128-thread blocks; 4x4 through this strategy 25% against 23% for <64, 2>, not adopted). Over many
-// chains (two warps of them a multiprocessor) chains of N = 4 .. 32 are walked in time instead
-// (cuda/chain_walk.cuh; 4x4 over (4096, 1024): 53%).
+// 128-thread blocks, and on the lane grid (cuda/matrix.cuh, H200) 0.327-0.344 ms at 2 to 4 stages and
+// 32- to 128-thread blocks (256: 0.34-0.40), so the default stays; 4x4 through this strategy 25% against
+// 23% for <64, 2>, not adopted). Over many chains (two warps of them a multiprocessor) chains of N = 4
+// .. 32 are walked in time instead (cuda/chain_walk.cuh; 4x4 over (4096, 1024): 53%).
 /// The pieces of the sm90 defaults (the measurements above), also for operators that tune their own
 /// default_policy (ops/logsumexp.hpp, ops/log_linear_recurrence.hpp).
 namespace sm90_tuning {

@@ -16,7 +16,7 @@ using ptest::index_t;
 /// below 4 eps sqrt(N) (1 + sqrt(T)) (as check_matrix_chain). `initial`: from initial matrices (else
 /// from the identity); `general`: factors that are products of two reflections (one reflection is
 /// symmetric, which would hide a factor read transposed).
-template <class M, chain_order Order>
+template <class M, chain_order Order, bool TENSOR_CORES = false>
 void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int offset, bool initial = true,
                   bool general = false) {
   using S = typename M::Scalar;
@@ -48,10 +48,17 @@ void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int of
   o.initial = initial ? at(init) : nullptr;
   o.final = at(fin);
   const auto factors = parascan::bdt<const M>(at(in), count, 1, T);
-  parascan::matrix_chain<Order>(ptest::exec(), factors, parascan::bdt(at(out), count, 1, T), o);
+  if constexpr (TENSOR_CORES)
+    parascan::prefix_scan(ptest::exec(), parascan::ops::matrix_product_3xtf32<M, Order>{}, factors,
+                          parascan::bdt(at(out), count, 1, T), o);
+  else
+    parascan::matrix_chain<Order>(ptest::exec(), factors, parascan::bdt(at(out), count, 1, T), o);
   o.exclusive = false;
   o.final = nullptr;
-  parascan::matrix_chain_product<Order>(ptest::exec(), factors, at(total), o);
+  if constexpr (TENSOR_CORES)
+    parascan::reduce_scan(ptest::exec(), parascan::ops::matrix_product_3xtf32<M, Order>{}, factors, at(total), o);
+  else
+    parascan::matrix_chain_product<Order>(ptest::exec(), factors, at(total), o);
   for (auto* b : {&out, &fin, &total}) b->download();
 
   const auto read = [&](ptest::buffer<S>& b, std::size_t k) {
@@ -72,7 +79,9 @@ void check_chains(index_t count, index_t T, bool reverse, bool exclusive, int of
     add(read(fin, std::size_t(s)), result);
     add(read(total, std::size_t(s)), result);
   }
-  CHECK(worst <= 4 * ptest::eps_of<S>() * std::sqrt(double(N)) * (1 + std::sqrt(double(T))));
+  // 3xTF32 rounds toward zero within each 8-term block: a bias that adds up over the chain (eps T).
+  const double bias = TENSOR_CORES ? ptest::eps_of<S>() * double(T) : 0.0;
+  CHECK(worst <= 4 * ptest::eps_of<S>() * std::sqrt(double(N)) * (1 + std::sqrt(double(T))) + bias);
 }
 }  // namespace
 
@@ -82,6 +91,32 @@ TEST_CASE("matrix_chain: long single chains, several levels of segment totals") 
   check_chains<Eigen::Matrix<float, 8, 8>, chain_order::right_to_left>(1, 20000, false, true, 0);
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right>(3, 700, true, false, 0);
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::right_to_left>(1, 1000, false, false, 0);
+}
+
+TEST_CASE("matrix_chain: 16 x 16 and 32 x 32 products on the warp's 8 x 4 lane grid, general factors") {
+  // Later factors on the right (left_to_right column-major, right_to_left row-major): each lane owns a
+  // grid of entries, the factors are staged with padded columns (cuda/matrix.cuh); fp32 32 x 32 runs its
+  // products on tensor cores (3xTF32, sm_80 on), 24 x 24 and fp64 with FMAs. General factors, so that an
+  // operand read transposed shows.
+  using R32 = Eigen::Matrix<float, 32, 32, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right>(2, 900, false, true, 0, true, true);
+  check_chains<Eigen::Matrix<float, 16, 16>, chain_order::left_to_right>(3, 1500, true, false, 0, false, true);
+  check_chains<Eigen::Matrix<double, 32, 32>, chain_order::left_to_right>(1, 400, false, false, 0, true, true);
+  check_chains<Eigen::Matrix<double, 16, 16>, chain_order::left_to_right>(70, 40, true, true, 0, true, true);
+  check_chains<R32, chain_order::right_to_left>(2, 300, false, false, 1, true, true);
+  check_chains<Eigen::Matrix<float, 24, 24>, chain_order::left_to_right>(2, 333, false, false, 0, true, true);
+}
+
+TEST_CASE("matrix_chain: ops::matrix_product_3xtf32 (tensor cores on the GPU where its warps share a product)") {
+  // fp32 16 x 16 and 32 x 32 with later factors on the right run 3xTF32 mma (sm_80 on); the other order,
+  // fp64 and other sizes run as matrix_product.
+  using R32 = Eigen::Matrix<float, 32, 32, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right, true>(2, 1000, false, true, 0, true, true);
+  check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right, true>(3, 700, true, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 16, 16>, chain_order::left_to_right, true>(5, 1500, false, false, 0, true, true);
+  check_chains<R32, chain_order::right_to_left, true>(2, 300, true, true, 1, true, true);
+  check_chains<Eigen::Matrix<float, 16, 16>, chain_order::right_to_left, true>(3, 500, false, false, 0, true, true);
+  check_chains<Eigen::Matrix<double, 32, 32>, chain_order::left_to_right, true>(1, 200, false, false, 0, true, true);
 }
 
 TEST_CASE("matrix_chain: fp64, sizes that do not split evenly over a warp") {

@@ -2,10 +2,12 @@
 // matrix_form, matrix_form.hpp), too large for one thread's registers. A group of threads (a warp; a
 // whole block for few long chains, whose products' latency bounds the time) walks a segment in time
 // order; each product is spread over its threads ("lanes"): lane l owns row l % N of the state and, when
-// several lanes share a row, a run of its columns. The state lives in shared memory (its rows padded
-// apart, so that lanes reading their own rows hit different banks) and in the owning lanes' registers;
-// the next factors are staged into shared memory by cp.async, STAGES - 1 steps ahead. Every operand a
-// lane reads from another lane's part is a 16-byte broadcast (a factor's column, or a row of the state).
+// several lanes share a row, a run of its columns; from N = 24 (later factors on the right) a warp's
+// lanes own a grid of entries instead, and operators that opt in run fp32 products on tensor cores
+// (product_layout).
+// The state lives in shared memory (its rows padded apart, so that lanes reading their own rows hit
+// different banks) and in the owning lanes' registers; the next factors are staged into shared memory
+// by cp.async, STAGES - 1 steps ahead.
 //
 // Few long sequences are cut into segments of a few tiles (8 steps a tile): each segment folds its
 // product, the segment totals of each sequence are scanned by this same strategy (exclusive, from the
@@ -40,23 +42,70 @@ constexpr int widest_vector(int n, int v) {
   return v;
 }
 
+/// Whether this compilation may issue TF32 mma.sync (sm_80 on); device code only.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+constexpr bool tf32_mma_available = true;
+#else
+constexpr bool tf32_mma_available = false;
+#endif
+
 /// How a group of WIDTH threads (a warp, or a whole block) shares one product of its form: which thread
 /// ("lane") owns which entries, and the group's shared-memory layout.
+///
+/// A warp on products of N >= 24 (a multiple of 8) whose later factors multiply on the right runs them as
+/// a grid: lanes as 8 x 4, lane (g, h) owning rows g, g + 8, ... and columns h, h + 4, ... (N/8 x N/4
+/// entries). Each operand it loads then serves several of its products (N/8 rows of the state against
+/// N/4 columns of the factor: 12 loads of 16 bytes a 128 multiply-adds at N = 32, against 33 for a row a
+/// lane), and the factor's columns are padded apart in shared memory as the state's rows are, so that the
+/// 8 rows and the 4 columns a load touches fall in different banks. 32 x 32 prefix over (64, 1024) chains,
+/// H200, same call, two rounds: 0.437 / 0.436 -> 0.334 / 0.334 ms. At N = 16 (two lanes a row before)
+/// it read 0.6% slower (the padded stages: 7 blocks a multiprocessor instead of 8), so N = 16 keeps rows.
+///
+/// Forms that opt in (matrix_form::tensor_cores, ops::matrix_product_3xtf32) run fp32 grids of N = 16 or
+/// 32 on tensor cores instead (sm_80 on): m16n8k8 TF32 mma with each operand split in two TF32 parts
+/// (3xTF32), each 8-term block of k summed by the tensor cores alone and added to the entry by an
+/// FMA-unit add: their own fp32 accumulation rounds toward zero, and across all of k it made the error
+/// 10x the FMAs' (Ootomo & Yokota, 2022, keep the accumulation outside for the same reason). 32 x 32, same
+/// probe, H200: FMA grid 0.338-0.343 ms, largest relative error of 64 steps 1.1e-6; 3xTF32 accumulated by
+/// the tensor cores 0.304-0.312 ms, 1.2e-5; accumulated outside 0.3056 / 0.3067 ms, 2.8e-6. Within each
+/// 8-term block the rounding still goes toward zero, so over a chain the errors add up rather than cancel
+/// (1024 steps: 3.1e-5 against the FMAs' 2.6e-6): not the default.
 template <class Form, int STAGES, int WIDTH>
 struct product_layout {
   using S = typename Form::scalar;
   static constexpr int width = WIDTH;
   static constexpr int N = Form::size;
-  static constexpr int L = lanes_per_row(N, WIDTH);  // lanes a row
-  static constexpr int C = N / L;                    // columns a lane owns
-  static constexpr int lanes = N * L;                // lanes with work; the others only pass the barriers
+  static constexpr bool opted = uses_tensor_cores<Form>::value && std::is_same<S, float>::value;
+  static constexpr bool grid = WIDTH == warp_threads && Form::later_on_right && N % 8 == 0 && N >= (opted ? 16 : 24);
+  static constexpr int L = lanes_per_row(N, WIDTH);  // lanes a row (rows of lanes)
+  static constexpr int R = grid ? N / 8 : 1;         // rows a lane owns
+  static constexpr int C = grid ? N / 4 : N / L;     // columns a lane owns
+  static constexpr int lanes = grid ? WIDTH : N * L;  // lanes with work; the others only pass the barriers
   static constexpr int V = 16 / int(sizeof(S));      // scalars in 16 bytes
   static constexpr int VK = widest_vector(N, V);     // later on the right: a factor's column, VK rows a load
   static constexpr int VJ = widest_vector(C, V);     // later on the left: a row of the state, VJ columns a load
   static constexpr int matrix = N * N;
   static constexpr int row_stride = (N + V - 1) / V * V + V;  // the state's rows in shared memory, padded
-  static constexpr int stage_scalars = (matrix + V - 1) / V * V;
+  static constexpr int column_stride = grid ? row_stride : N;  // a staged factor's columns
+  static constexpr int stage_scalars = grid ? N * column_stride : (matrix + V - 1) / V * V;
   static constexpr int group_scalars = N * row_stride + STAGES * stage_scalars;
+
+  /// Whether the grid's products run on tensor cores (below).
+  static constexpr bool tensor = grid && opted && N % 16 == 0 && tf32_mma_available;
+  static constexpr int entries = R * C;  // a lane's entries of the state
+  /// The state's row and column of this lane's entry e.
+  __device__ static int row(int lane, int e) {
+    if constexpr (tensor) return e / 4 / (N / 8) * 16 + lane / 4 + 8 * (e % 4 / 2);
+    if constexpr (grid) return lane % 8 + 8 * (e / C);
+    return lane % N;
+  }
+  __device__ static int column(int lane, int e) {
+    if constexpr (tensor) return e / 4 % (N / 8) * 8 + lane % 4 * 2 + e % 2;
+    if constexpr (grid) return lane / 8 + 4 * (e % C);
+    return (lane / N) * C + e;
+  }
+  /// Where a factor's scalar e (column-major) is staged.
+  __device__ static int staged(int e) { return grid ? e / N * column_stride + e % N : e; }
 };
 
 template <class S, int W>
@@ -77,26 +126,94 @@ __device__ __forceinline__ void stage_factor(const typename X::S* src, typename 
 #pragma unroll
     for (int r = 0; r < (count + X::width - 1) / X::width; ++r) {
       const int e = (r * X::width + lane) * X::V;
-      if (e < X::matrix) __pipeline_memcpy_async(dst + e, src + e, 16);
+      if (e < X::matrix) __pipeline_memcpy_async(dst + X::staged(e), src + e, 16);  // within one column
     }
   } else {
 #pragma unroll
     for (int r = 0; r < (X::matrix + X::width - 1) / X::width; ++r) {
       const int e = r * X::width + lane;
-      if (e < X::matrix) __pipeline_memcpy_async(dst + e, src + e, sizeof(typename X::S));
+      if (e < X::matrix) __pipeline_memcpy_async(dst + X::staged(e), src + e, sizeof(typename X::S));
     }
   }
 }
 
-/// This lane's part (row i, columns j0 .. j0 + C - 1) of the product of the state P (shared memory, rows
-/// row_stride apart) and the factor F (shared memory, column-major): P F when later factors multiply on
-/// the right, else F P. Sums run over k in increasing order.
+/// D += A B on tensor cores: one m16n8k8 TF32 product (A row-major 16 x 8, B column-major 8 x 8, D 16 x 8
+/// in fp32; PTX ISA's fragment layouts).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+/// x as a TF32 high part and the TF32 rounding of the rest (x = hi + lo to about 2^-22 relative).
+__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(x - __uint_as_float(hi)));
+#endif
+}
+
+/// This lane's part of the product of the state P (shared memory, rows row_stride apart) and the factor F
+/// (shared memory, column-major, columns column_stride apart): P F when later factors multiply on the
+/// right, else F P; acc[e] is entry (row(lane, e), column(lane, e)). The scalar paths sum over k in
+/// increasing order.
 template <class X, bool LATER_ON_RIGHT>
-__device__ __forceinline__ void product_part(const typename X::S* P, const typename X::S* F, int i, int j0,
-                                             typename X::S (&acc)[X::C]) {
+__device__ __forceinline__ void product_part(const typename X::S* P, const typename X::S* F, int lane,
+                                             typename X::S (&acc)[X::entries]) {
+  using S = typename X::S;
 #pragma unroll
-  for (int c = 0; c < X::C; ++c) acc[c] = typename X::S(0);
-  if constexpr (LATER_ON_RIGHT) {  // (P F)(i, j) = sum_k P(i, k) F(k, j): column j of F, VK rows a load
+  for (int e = 0; e < X::entries; ++e) acc[e] = S(0);
+  if constexpr (X::tensor) {
+    // 3xTF32: P F = Ph Fh + Ph Fl + Pl Fh, the small terms first, with P = Ph + Pl and F = Fh + Fl split
+    // into TF32 parts (Pl Fl, about 2^-22 of the product, is left out). Entry tiles of 16 x 8, lane (g, t) =
+    // (lane / 4, lane % 4) holding rows g, g + 8 and columns 2t, 2t + 1 of each; operands read as the
+    // fragments want them (A: rows g, g + 8 at columns t, t + 4; B: column g at rows t, t + 4), which the
+    // padded rows and columns spread over all 32 banks.
+    constexpr int MT = X::N / 16, NT = X::N / 8;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll 1
+    for (int kb = 0; kb < X::N; kb += 8) {
+      unsigned a_hi[MT][4], a_lo[MT][4];
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          split_tf32(P[(m * 16 + g + 8 * (q % 2)) * X::row_stride + kb + t + 4 * (q / 2)], a_hi[m][q], a_lo[m][q]);
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        unsigned b_hi[2], b_lo[2];
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+          split_tf32(F[(n * 8 + g) * X::column_stride + kb + t + 4 * q], b_hi[q], b_lo[q]);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          float d[4] = {0.f, 0.f, 0.f, 0.f};
+          mma_tf32(d, a_lo[m], b_hi);
+          mma_tf32(d, a_hi[m], b_lo);
+          mma_tf32(d, a_hi[m], b_hi);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[(m * NT + n) * 4 + q] += d[q];
+        }
+      }
+    }
+  } else if constexpr (X::grid) {  // (P F)(i, j) = sum_k P(i, k) F(k, j): VK of k a load, each used R x C times
+#pragma unroll 1
+    for (int kb = 0; kb < X::N; kb += X::VK) {
+      lane_vector<S, X::VK> p[X::R];
+#pragma unroll
+      for (int r = 0; r < X::R; ++r) p[r] = load_vector<X::VK>(P + X::row(lane, r * X::C) * X::row_stride + kb);
+#pragma unroll
+      for (int c = 0; c < X::C; ++c) {
+        const auto f = load_vector<X::VK>(F + X::column(lane, c) * X::column_stride + kb);
+#pragma unroll
+        for (int r = 0; r < X::R; ++r)
+#pragma unroll
+          for (int q = 0; q < X::VK; ++q) acc[r * X::C + c] = fma(p[r].v[q], f.v[q], acc[r * X::C + c]);
+      }
+    }
+  } else if constexpr (LATER_ON_RIGHT) {  // (P F)(i, j): column j of F, VK rows a load
+    const int i = X::row(lane, 0), j0 = X::column(lane, 0);
 #pragma unroll 2
     for (int kb = 0; kb < X::N; kb += X::VK) {
       const auto p = load_vector<X::VK>(P + i * X::row_stride + kb);
@@ -108,9 +225,10 @@ __device__ __forceinline__ void product_part(const typename X::S* P, const typen
       }
     }
   } else {  // (F P)(i, j) = sum_k F(i, k) P(k, j): row k of P, VJ columns a load
+    const int i = X::row(lane, 0), j0 = X::column(lane, 0);
 #pragma unroll 4
     for (int k = 0; k < X::N; ++k) {
-      const typename X::S f = F[i + k * X::N];
+      const S f = F[i + k * X::N];
 #pragma unroll
       for (int cb = 0; cb < X::C; cb += X::VJ) {
         const auto p = load_vector<X::VJ>(P + k * X::row_stride + j0 + cb);
@@ -157,18 +275,21 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
 
   S* const state = reinterpret_cast<S*>(parascan_product_shared) + group * X::group_scalars;
   S* const stages = state + X::N * X::row_stride;
-  const int i = lane % X::N, j0 = (lane / X::N) * X::C;
   const bool works = lane < X::lanes;
+  constexpr int E = X::entries;  // entries a lane owns
+  const auto row_of = [&](int e) { return X::row(lane, e); };
+  const auto column_of = [&](int e) { return X::column(lane, e); };
 
   // The running product starts from the segment's carry, the initial state, or the identity.
   const M* start = PASS == pass::rescan ? &a.partials[s * a.splits + j]
                    : PASS == pass::fold ? nullptr
                                         : (a.initial != nullptr ? &a.initial[s] : nullptr);
-  S own[X::C];  // this lane's entries of the running product
+  S own[E];  // this lane's entries of the running product
 #pragma unroll
-  for (int c = 0; c < X::C; ++c) {
-    own[c] = !works ? S(0) : start != nullptr ? reinterpret_cast<const S*>(start)[i + (j0 + c) * X::N] : S(i == j0 + c);
-    if (works) state[i * X::row_stride + j0 + c] = own[c];
+  for (int e = 0; e < E; ++e) {
+    const int i = row_of(e), k = column_of(e);
+    own[e] = !works ? S(0) : start != nullptr ? reinterpret_cast<const S*>(start)[i + k * X::N] : S(i == k);
+    if (works) state[i * X::row_stride + k] = own[e];
   }
 
   const auto in = bind(a.in, s).head;
@@ -184,7 +305,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
   if constexpr (write) out = bind_outputs(a.out, s);
   const auto put = [&](S* where) {
 #pragma unroll
-    for (int c = 0; c < X::C; ++c) where[i + (j0 + c) * X::N] = own[c];
+    for (int e = 0; e < E; ++e) where[row_of(e) + column_of(e) * X::N] = own[e];
   };
 
   int current = 0;
@@ -198,12 +319,12 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) product_kernel(const segm
     S* written = nullptr;
     if constexpr (write) written = reinterpret_cast<S*>(&out.head[time_index(p, n, a.reverse)]);
     if (write && a.exclusive && works) put(written);
-    S acc[X::C];
-    if (works) product_part<X, Form::later_on_right>(state, stage(current), i, j0, acc);
+    // The product accumulates into `own` itself: it reads the state's shared copy.
+    if (works) product_part<X, Form::later_on_right>(state, stage(current), lane, own);
     group_sync<WIDTH>();  // every lane has read the state before any overwrites it
     if (works) {
 #pragma unroll
-      for (int c = 0; c < X::C; ++c) state[i * X::row_stride + j0 + c] = own[c] = acc[c];
+      for (int e = 0; e < E; ++e) state[row_of(e) * X::row_stride + column_of(e)] = own[e];
       if (write && !a.exclusive) put(written);
     }
     current = current == STAGES - 1 ? 0 : current + 1;
