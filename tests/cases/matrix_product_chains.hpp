@@ -93,11 +93,10 @@ TEST_CASE("matrix_chain: long single chains, several levels of segment totals") 
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::right_to_left>(1, 1000, false, false, 0);
 }
 
-TEST_CASE("matrix_chain: 16 x 16 and 32 x 32 products on the warp's 8 x 4 lane grid, general factors") {
-  // Later factors on the right (left_to_right column-major, right_to_left row-major): each lane owns a
-  // grid of entries, the factors are staged with padded columns (cuda/matrix.cuh); fp32 32 x 32 runs its
-  // products on tensor cores (3xTF32, sm_80 on), 24 x 24 and fp64 with FMAs. General factors, so that an
-  // operand read transposed shows.
+TEST_CASE("matrix_chain: 24 x 24 and 32 x 32 products on the warp's 8 x 4 lane grid, general factors") {
+  // Later factors on the right (left_to_right column-major, right_to_left row-major) from N = 24: each
+  // lane owns a grid of entries, the factors are staged with padded columns (cuda/matrix.cuh); 16 x 16
+  // keeps two lanes a row. General factors, so that an operand read transposed shows.
   using R32 = Eigen::Matrix<float, 32, 32, Eigen::RowMajor | Eigen::DontAlign>;
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right>(2, 900, false, true, 0, true, true);
   check_chains<Eigen::Matrix<float, 16, 16>, chain_order::left_to_right>(3, 1500, true, false, 0, false, true);
