@@ -1086,9 +1086,9 @@ void fill_reflections(Eigen::Matrix<float, N, N>* d, std::size_t n, double scale
     check(cudaMemcpy(d + i, block.data(), std::min(block.size(), n - i) * sizeof(M), cudaMemcpyHostToDevice), "fill");
 }
 
-/// The fp64 products of sequence s's factors (left_to_right) against `got` (its outputs, or only its total
+/// The fp64 products of sequence s's factors (in Order) against `got` (its outputs, or only its total
 /// when `total_only`); error: the largest entry difference (the exact products are orthogonal).
-template <int N>
+template <int N, parascan::chain_order Order = parascan::chain_order::left_to_right>
 error_meter check_products(context& ctx, const parascan::sequences<const Eigen::Matrix<float, N, N>>& in,
                            const Eigen::Matrix<float, N, N>* got, const std::vector<index_t>& seqs, bool total_only) {
   using M = Eigen::Matrix<float, N, N>;
@@ -1102,7 +1102,10 @@ error_meter check_products(context& ctx, const parascan::sequences<const Eigen::
           "download");
     MD P = MD::Identity();
     for (index_t t = 0; t < T; ++t) {
-      P = P * h[std::size_t(t)].template cast<double>();
+      if constexpr (Order == parascan::chain_order::left_to_right)
+        P = P * h[std::size_t(t)].template cast<double>();
+      else
+        P = h[std::size_t(t)].template cast<double>() * P;
       if (total_only && t < T - 1) continue;
       const M& out = y[total_only ? 0 : std::size_t(t)];
       m.add((out.template cast<double>() - P).cwiseAbs().maxCoeff(), s, t, out(0, 0), P(0, 0));
@@ -1112,9 +1115,9 @@ error_meter check_products(context& ctx, const parascan::sequences<const Eigen::
   return m;
 }
 
-/// Cumulative products of N x N fp32 matrices, left_to_right, over (B, T) chains (matrix_chain; with
-/// TENSOR_CORES, prefix_scan of ops::matrix_product_3xtf32).
-template <int N, bool TENSOR_CORES = false>
+/// Cumulative products of N x N fp32 matrices over (B, T) chains (matrix_chain<Order>; with TENSOR_CORES,
+/// prefix_scan of ops::matrix_product_3xtf32).
+template <int N, bool TENSOR_CORES = false, parascan::chain_order Order = parascan::chain_order::left_to_right>
 void run_matrix_prefix(context& ctx, record& r, index_t B, index_t T) {
   using M = Eigen::Matrix<float, N, N>;
   const std::size_t n = std::size_t(B * T);
@@ -1126,11 +1129,11 @@ void run_matrix_prefix(context& ctx, record& r, index_t B, index_t T) {
       ctx, r, [&] { p.poison(); },
       [&] {
         if constexpr (TENSOR_CORES)
-          parascan::prefix_scan(parascan::cuda{}, parascan::ops::matrix_product_3xtf32<M>{}, vm, vp);
+          parascan::prefix_scan(parascan::cuda{}, parascan::ops::matrix_product_3xtf32<M, Order>{}, vm, vp);
         else
-          parascan::matrix_chain(parascan::cuda{}, vm, vp);
+          parascan::matrix_chain<Order>(parascan::cuda{}, vm, vp);
       },
-      [&] { return check_products<N>(ctx, vm, p.p, pick(B), false); });
+      [&] { return check_products<N, Order>(ctx, vm, p.p, pick(B), false); });
 }
 
 /// The product of each of B chains of T N x N fp32 matrices (matrix_chain_product).
@@ -1423,6 +1426,12 @@ std::vector<bench_case> make_cases(bool sweep) {
     add("parascan", "matrix_chain " + std::to_string(N) + "x" + std::to_string(N), "matrix_chain", "fp32", "bt",
         {chains, 1024, N, N}, 1024, chains, 8.0 * N * N, chains * 1024, N == 16,
         [=](context& c, record& r) { run_matrix_prefix<N>(c, r, chains, 1024); });
+    if constexpr (N == 32)  // the other order (later factors on the left)
+      add("parascan", "matrix_chain " + std::to_string(N) + "x" + std::to_string(N) + " right_to_left", "matrix_chain",
+          "fp32", "bt", {chains, 1024, N, N}, 1024, chains, 8.0 * N * N, chains * 1024, false,
+          [=](context& c, record& r) {
+            run_matrix_prefix<N, false, parascan::chain_order::right_to_left>(c, r, chains, 1024);
+          });
     if constexpr (N == 16 || N == 32)  // opted in to tensor cores (3xTF32)
       add("parascan", "matrix_chain " + std::to_string(N) + "x" + std::to_string(N) + " 3xtf32", "matrix_chain",
           "fp32", "bt", {chains, 1024, N, N}, 1024, chains, 8.0 * N * N, chains * 1024, false,

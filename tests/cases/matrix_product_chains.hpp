@@ -96,7 +96,8 @@ TEST_CASE("matrix_chain: long single chains, several levels of segment totals") 
 TEST_CASE("matrix_chain: 24 x 24 and 32 x 32 products on the warp's 8 x 4 lane grid, general factors") {
   // Later factors on the right (left_to_right column-major, right_to_left row-major) from N = 24: each
   // lane owns a grid of entries, the factors are staged with padded columns (cuda/matrix.cuh); 16 x 16
-  // keeps two lanes a row. General factors, so that an operand read transposed shows.
+  // keeps two lanes a row, and the other side a row a lane (its last four cases). General factors, so
+  // that an operand read transposed shows.
   using R32 = Eigen::Matrix<float, 32, 32, Eigen::RowMajor | Eigen::DontAlign>;
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right>(2, 900, false, true, 0, true, true);
   check_chains<Eigen::Matrix<float, 16, 16>, chain_order::left_to_right>(3, 1500, true, false, 0, false, true);
@@ -104,6 +105,10 @@ TEST_CASE("matrix_chain: 24 x 24 and 32 x 32 products on the warp's 8 x 4 lane g
   check_chains<Eigen::Matrix<double, 16, 16>, chain_order::left_to_right>(70, 40, true, true, 0, true, true);
   check_chains<R32, chain_order::right_to_left>(2, 300, false, false, 1, true, true);
   check_chains<Eigen::Matrix<float, 24, 24>, chain_order::left_to_right>(2, 333, false, false, 0, true, true);
+  check_chains<Eigen::Matrix<float, 32, 32>, chain_order::right_to_left>(2, 900, true, false, 0, true, true);
+  check_chains<Eigen::Matrix<float, 24, 24>, chain_order::right_to_left>(3, 333, false, true, 0, false, true);
+  check_chains<Eigen::Matrix<double, 32, 32>, chain_order::right_to_left>(1, 300, false, true, 0, true, true);
+  check_chains<R32, chain_order::left_to_right>(2, 500, true, false, 1, true, true);
 }
 
 TEST_CASE("matrix_chain: ops::matrix_product_3xtf32 (tensor cores on the GPU where its warps share a product)") {

@@ -60,6 +60,9 @@ constexpr bool tf32_mma_available = false;
 /// 8 rows and the 4 columns a load touches fall in different banks. 32 x 32 prefix over (64, 1024) chains,
 /// H200, same call, two rounds: 0.437 / 0.436 -> 0.334 / 0.334 ms. At N = 16 (two lanes a row before)
 /// it read 0.6% slower (the padded stages: 7 blocks a multiprocessor instead of 8), so N = 16 keeps rows.
+/// Later factors on the left (F P) keep a row a lane: a grid of runs there (lane (g, h) owning rows 4g ..
+/// 4g + 3 and columns 8h .. 8h + 7, one 16-byte load of F's column and two of P's row a k) read 0.61-0.64
+/// ms against 0.44-0.47 at 32 x 32 (H200 probe; 24 x 24 0.45-0.49 against 0.49-0.51), not kept.
 ///
 /// Forms that opt in (matrix_form::tensor_cores, ops::matrix_product_3xtf32) run fp32 grids of N = 16 or
 /// 32 on tensor cores instead (sm_80 on): m16n8k8 TF32 mma with each operand split in two TF32 parts
