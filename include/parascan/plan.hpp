@@ -178,6 +178,22 @@ constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shap
          2 * shape.total() >= shape.count * shape.max_length;
 }
 
+/// Whether a batch planned for channel groups runs them whole, a block of `warps` warps each, the warps
+/// splitting every tile of `tile` steps (cuda/channel_slices.cuh), rather than a warp each (or split in
+/// time): where its longest sequence spans at least four tiles and either
+/// - the plan keeps sequences whole and their lengths differ (the longest at least 3/2 of the mean, e.g.
+///   lengths drawn from 1..8192: a batch of one-warp groups then ends on its longest groups, walked alone);
+/// - or the plan splits them for lack of groups (not a skewed batch's ragged split) but the groups' warps
+///   are at least four a multiprocessor (H200, fp32 recurrence: 128 groups of 8192 rows 85% of copy against
+///   65% for one-warp tiles with a look-back, (2, 65536, 1536) btd 84 against 71%; 64 groups 56 against 57%,
+///   (1, 65536, 1536) 48 against 68%).
+constexpr bool runs_channel_slices(const scan_plan& plan, const batch_shape& shape, index_t tile, int multiprocessors,
+                                   int warps) {
+  if (plan.group != group_kind::channel || plan.ragged || shape.max_length < 4 * tile) return false;
+  if (plan.splits > 1) return plan.groups * warps >= 4 * index_t(multiprocessors);
+  return 2 * shape.count * shape.max_length >= 3 * shape.total();
+}
+
 /// Whether whole sequences whose longest has `length` steps run under a long_sequences policy's long
 /// tiles (`long_tile` steps a warp, against `base_tile`): from one tile short of `long_from` steps on,
 /// unless rounding up to long tiles pads more than a sixteenth of the length beyond what the base tiles

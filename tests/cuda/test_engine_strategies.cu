@@ -225,6 +225,71 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
   }
 }
 
+/// Whether dispatch runs 2x2-matrix channel groups of `shape` as blocks of 8 warps (8 x 8-row tiles).
+bool takes_channel_slices(const parascan::batch_shape& shape, int sms) {
+  const parascan::policy_values mat2{128, 4, 4, parascan::combine_variant::warp, 16};
+  return parascan::runs_channel_slices(parascan::plan_scan(mat2, parascan::group_kind::channel, shape, sms, 1), shape,
+                                       64, sms, 8);
+}
+
+TEST_CASE("channel groups of several warps splitting time: packed batches of mixed lengths") {
+  // channel_slices.cuh: whole groups a block of warps, each warp a slice of every tile, when lengths differ
+  // (plan.hpp's runs_channel_slices: the longest at least 3/2 of the mean). D = 32: a group is one
+  // sequence; D = 48: groups straddle two sequences of different lengths (element-wise staging, lanes
+  // ending apart); D = 33 leaves a partial group. Lengths just under / over a tile of 8 x 8 2x2-matrix
+  // rows, and zero.
+  constexpr int K = 2;
+  using M = mat<K>;
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  for (const index_t D : {32, 48, 33}) {
+    const index_t N = 4 * sms + 3;  // whole groups: at least two a multiprocessor
+    std::vector<index_t> offsets{0};
+    for (index_t i = 0; i < N; ++i) {
+      const index_t len = i % 7 == 3   ? 0
+                          : i % 5 == 0 ? index_t(ptest::uniform(600, 1300))
+                                       : index_t(ptest::uniform(1, 300));
+      offsets.push_back(offsets.back() + (i == N / 2 ? 1337 : i == N / 3 ? 64 : i == N / 4 ? 65 : len));
+    }
+    const index_t total = offsets.back();
+    REQUIRE(takes_channel_slices(parascan::batch_shape{N * D, 1337, true, total * D}, sms));
+    const auto view = [&](M* p) { return parascan::packed_td(p, offsets.data(), N, D); };
+    ptest::buffer<M> x(std::size_t(total * D)), y(std::size_t(total * D)), init(std::size_t(N * D)),
+        fin(std::size_t(N * D));
+    ptest::fill(x, random_mat<K>);
+    ptest::fill(init, random_mat<K>);
+    for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
+                          ptest::scan_flags{false, true, true, false}, ptest::scan_flags{true, false, false, true}})
+      for (const bool reduce : {false, true}) {
+        INFO("packed_td D = " << D << ", " << N << " sequences, " << ptest::describe(f) << (reduce ? " reduce" : ""));
+        CHECK(run_matrix_case<parascan::use_default_policy, K>(view, view, x, y, init, fin, f, reduce) <=
+              1e-6 * (8 + 2 * std::sqrt(1337.0)) * K);
+      }
+  }
+}
+
+TEST_CASE("channel groups of several warps splitting time: too few groups for one warp each") {
+  // (1, T, 32 * G - 5) btd: G groups (the last partial), enough for 8 warps each to make four a
+  // multiprocessor, too few for the one-warp groups (plan.hpp's runs_channel_slices).
+  constexpr int K = 2;
+  using M = mat<K>;
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const index_t groups = (sms + 1) / 2 + 1, T = 3001;
+  const index_t D = 32 * groups - 5;  // a partial last group
+  REQUIRE(takes_channel_slices(parascan::batch_shape{D, T, true}, sms));
+  ptest::buffer<M> x{std::size_t(T * D)}, y{std::size_t(T * D)}, init{std::size_t(D)}, fin{std::size_t(D)};
+  ptest::fill(x, random_mat<K>);
+  ptest::fill(init, random_mat<K>);
+  const auto view = [&](M* p) { return parascan::btd(p, 1, T, D); };
+  for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true}})
+    for (const bool reduce : {false, true}) {
+      INFO("btd (1, " << T << ", " << D << "), " << ptest::describe(f) << (reduce ? " reduce" : ""));
+      CHECK(run_matrix_case<parascan::use_default_policy, K>(view, view, x, y, init, fin, f, reduce) <=
+            1e-6 * (8 + 2 * std::sqrt(double(T))) * K);
+    }
+}
+
 TEST_CASE("streamed sequences: a block a long sequence, vector loads, every option") {
   // Enough sequences for four waves of blocks (block_stream.cuh), lengths on the tile grid and off it (the
   // last tile ragged), and views the stream declines (strided time, packed): matrices, so that an order

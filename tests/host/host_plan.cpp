@@ -174,6 +174,33 @@ TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-b
                                      tile));
 }
 
+TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run blocks of warps splitting time") {
+  const index_t tile = 8 * 16;  // 8 warps of 16 fp32-pair rows
+  const int warps = 8;
+  const auto slices = [&](const batch_shape& shape) {
+    return parascan::runs_channel_slices(plan_scan(pair_warp, group_kind::channel, shape, h200_sms, 8), shape, tile,
+                                         h200_sms, warps);
+  };
+  // A packed batch of lengths 1..8192 (D = 64: 16384 channels, 2^26 elements): whole groups of mixed lengths.
+  CHECK(slices(batch_shape{256 * 64, 8192, true, index_t(1) << 26}));
+  // The same elements in equal lengths, and (8, 4096, 1536): one warp a group, pipelined.
+  CHECK(!slices(batch_shape{256 * 64, 4096, true, index_t(1) << 26}));
+  CHECK(!slices(batch_shape{8 * 1536, 4096, true}));
+  // Too few groups: (2, 65536, 1536) (96 groups x 8 warps on 132 multiprocessors) takes the blocks,
+  // (1, 65536, 1536) (48 groups) the one-warp look-back tiles.
+  CHECK(slices(batch_shape{2 * 1536, 65536, true}));
+  const batch_shape one{1536, 65536, true};
+  CHECK(!slices(one));
+  CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, one, h200_sms, 8), one, 64));
+  // A skewed batch splits ragged (reduce-then-scan); sequences of fewer than four tiles stay one warp's.
+  CHECK(!slices(batch_shape{8000 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 8000 * 32) * 64}));
+  CHECK(!slices(batch_shape{256 * 64, 4 * tile - 1, true, 256 * 64 * 100}));
+  // Not channel groups: never.
+  const batch_shape mixed{256 * 64, 8192, false, index_t(1) << 26};
+  const auto warp_plan = plan_scan(pair_warp, group_kind::warp, mixed, h200_sms, 8);
+  CHECK(!parascan::runs_channel_slices(warp_plan, mixed, tile, h200_sms, warps));
+}
+
 TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles") {
   const policy_values warp_product{128, 1, 3, combine_variant::warp_product, 4096};
   const policy_values block_product{128, 1, 3, combine_variant::block_product, 4096};

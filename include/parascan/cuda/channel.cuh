@@ -82,20 +82,36 @@ __device__ __forceinline__ int row_piece(const shifted_cursor<T>& c) {
 }
 
 /// Issues the copies of ROWS whole rows in P-byte pieces, lane-consecutive; `lane0`: lane 0's element 0.
+/// Piece q of the stage goes to byte q * P of the area (row q / per_row, column q % per_row).
 template <int P, int ROWS, class T>
 __device__ __forceinline__ void copy_row_pieces(const T* lane0, index_t stride, const row_block& b,
                                                 unsigned char* area) {
   constexpr int row_bytes = 32 * int(sizeof(T));  // a multiple of 32: every piece size divides it
   constexpr int per_row = row_bytes / P, pieces = ROWS * per_row;
   const int lane = int(threadIdx.x) % 32;
+  if constexpr (32 % per_row == 0) {
+    // Each pass of the 32 lanes copies whole rows: a lane's source moves by a fixed number of rows a pass,
+    // one pointer add, where a time index and a 64-bit multiply a piece made the long channel groups
+    // instruction bound (ncu, H200: 32 warp instructions a row of fp32 pairs).
+    constexpr int rows_per_pass = 32 / per_row;
+    const int row = lane / per_row, col = lane % per_row;
+    const index_t row_stride = b.reverse ? -stride : stride;
+    const auto* src =
+        reinterpret_cast<const unsigned char*>(lane0 + time_index(b.first + row, b.n, b.reverse) * stride) + col * P;
+    const index_t pass_bytes = index_t(rows_per_pass) * row_stride * index_t(sizeof(T));
 #pragma unroll
-  for (int k = 0; k < (pieces + 31) / 32; ++k) {
-    const int q = k * 32 + lane;
-    if (pieces % 32 == 0 || q < pieces) {
-      const int r = q / per_row, col = q - r * per_row;
-      const auto* row =
-          reinterpret_cast<const unsigned char*>(lane0 + time_index(b.first + r, b.n, b.reverse) * stride);
-      __pipeline_memcpy_async(area + r * row_bytes + col * P, row + col * P, P);
+    for (int k = 0; k < (pieces + 31) / 32; ++k, src += pass_bytes)
+      if (pieces % 32 == 0 || k * 32 + lane < pieces) __pipeline_memcpy_async(area + (k * 32 + lane) * P, src, P);
+  } else {
+#pragma unroll
+    for (int k = 0; k < (pieces + 31) / 32; ++k) {
+      const int q = k * 32 + lane;
+      if (pieces % 32 == 0 || q < pieces) {
+        const int r = q / per_row, col = q - r * per_row;
+        const auto* row =
+            reinterpret_cast<const unsigned char*>(lane0 + time_index(b.first + r, b.n, b.reverse) * stride);
+        __pipeline_memcpy_async(area + r * row_bytes + col * P, row + col * P, P);
+      }
     }
   }
 }
@@ -190,6 +206,22 @@ __device__ __forceinline__ void store_step(const output_cursors<H, R...>& out, i
   store_step(out.tail, t, v.tail);
 }
 
+/// Cursors on every output in scan order from position `first`: element 0 is time_index(first), each
+/// next_row() one step on (the time stride negated when reverse). A row then costs a pointer add.
+__device__ __forceinline__ output_cursors<> rows_from(const output_cursors<>&, index_t, index_t, bool) { return {}; }
+template <class H, class... R>
+__device__ __forceinline__ output_cursors<H, R...> rows_from(const output_cursors<H, R...>& out, index_t first,
+                                                              index_t n, bool reverse) {
+  return {{&out.head[time_index(first, n, reverse)], reverse ? -out.head.stride : out.head.stride},
+          rows_from(out.tail, first, n, reverse)};
+}
+__device__ __forceinline__ void next_row(output_cursors<>&) {}
+template <class H, class... R>
+__device__ __forceinline__ void next_row(output_cursors<H, R...>& out) {
+  out.head.base += out.head.stride;
+  next_row(out.tail);
+}
+
 /// One step of a lane: folds the step's elements `v` into `carry` and writes what the step emits.
 template <bool WRITE, bool EXCLUSIVE, class Op, class Raw, class Outs>
 __device__ __forceinline__ void scan_step(const Op& op, const Raw& v, const Outs& out, index_t t, state_t<Op>& carry) {
@@ -215,21 +247,23 @@ __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const
   using plan = channel_staging<STAGES, Op, input_pack<T...>>;
   constexpr int ROWS = plan::rows;
   using raw_t = item_values<1, T...>;
+  // step_at(base, step) calls step(v, rows) for each valid row from position base, rows: the outputs at
+  // the row (rows_from / next_row: a pointer add a row).
   const auto each_step = [&](auto exclusive_tag, auto&& step_at) {
     constexpr bool X = decltype(exclusive_tag)::value;
     for (index_t base = p0; base < loop_end; base += ROWS)
-      step_at(base,
-              [&](const raw_t& v, index_t p) { scan_step<WRITE, X>(op, v, out, time_index(p, n, reverse), carry); });
+      step_at(base, [&](const raw_t& v, const Outs& rows) { scan_step<WRITE, X>(op, v, rows, 0, carry); });
   };
 
   if (staging == nullptr) {
     const auto direct = [&](index_t base, auto&& step) {
-      for (int r = 0; r < ROWS; ++r) {
+      Outs rows = rows_from(out, base, n, reverse);
+      for (int r = 0; r < ROWS; ++r, next_row(rows)) {
         const index_t p = base + r;
         if (p >= p1) break;
         raw_t v;
         read_elements(in, time_index(p, n, reverse), v);
-        step(v, p);
+        step(v, rows);
       }
     };
     if (exclusive)
@@ -267,20 +301,21 @@ __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const
     __syncwarp();                       // and so have the other lanes'
     const unsigned char* rows = stage(current);
     current = current == STAGES - 1 ? 0 : current + 1;
+    Outs outputs = rows_from(out, base, n, reverse);
     if (base + ROWS <= p1) {  // this lane's rows all valid: no test per step
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
+      for (int r = 0; r < ROWS; ++r, next_row(outputs)) {
         raw_t v;
         read_row<ROWS>(rows, r, v);
-        step(v, base + r);
+        step(v, outputs);
       }
     } else {
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
+      for (int r = 0; r < ROWS; ++r, next_row(outputs)) {
         if (base + r >= p1) break;
         raw_t v;
         read_row<ROWS>(rows, r, v);
-        step(v, base + r);
+        step(v, outputs);
       }
     }
   };

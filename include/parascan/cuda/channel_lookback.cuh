@@ -158,27 +158,28 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
     }
     __pipeline_commit();
   }
-  // Each lane's rows of stage k, in order, as (raw elements, position).
+  // Each lane's rows of stage k, in order, as (raw elements, the outputs at the row: rows_from).
   const auto rows_of = [&](int k, auto&& step) {
     const unsigned char* rows = stage(k);
     const index_t row = p0 + index_t(k) * ROWS;
+    Outs outputs = rows_from(out, row, n, reverse);
     if (row + ROWS <= p1) {
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
+      for (int r = 0; r < ROWS; ++r, next_row(outputs)) {
         raw_t v;
         read_row<ROWS>(rows, r, v);
-        step(v, row + r);
+        step(v, outputs);
       }
     } else {
-      for (int r = 0; r < ROWS && row + r < p1; ++r) {
+      for (int r = 0; r < ROWS && row + r < p1; ++r, next_row(outputs)) {
         raw_t v;
         read_row<ROWS>(rows, r, v);
-        step(v, row + r);
+        step(v, outputs);
       }
     }
   };
   S total = op.identity();
-  const auto fold = [&](const raw_t& v, index_t) { total = op(total, lift_item(op, v, 0)); };
+  const auto fold = [&](const raw_t& v, const Outs&) { total = op(total, lift_item(op, v, 0)); };
 #pragma unroll
   for (int k = 0; k < TILE_STAGES; ++k) {  // folds each stage as it lands
     __pipeline_wait_prior(TILE_STAGES - 1 - k);
@@ -197,7 +198,7 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
     constexpr bool X = decltype(exclusive_tag)::value;
 #pragma unroll
     for (int k = 0; k < TILE_STAGES; ++k)
-      rows_of(k, [&](const raw_t& v, index_t p) { scan_step<true, X>(op, v, out, time_index(p, n, reverse), carry); });
+      rows_of(k, [&](const raw_t& v, const Outs& at) { scan_step<true, X>(op, v, at, 0, carry); });
   };
   if (exclusive)
     scan(std::true_type{});

@@ -10,7 +10,9 @@
 //    per sequence, rescan each segment from its carry);
 //  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
 //    sequentially in time, inputs staged row by row (channel.cuh); too few such groups for the device:
-//    one-warp tiles with a look-back, lane by lane (channel_lookback.cuh), for prefix scans;
+//    one-warp tiles with a look-back, lane by lane (channel_lookback.cuh), for prefix scans; lengths that
+//    differ (a batch ending on its longest groups): blocks of several warps a group, each warp a slice of
+//    every tile (channel_slices.cuh);
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
 //  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
@@ -252,6 +254,23 @@ void allow_dynamic_shared(std::atomic<int> (&cache)[64], Kernel kernel, int byte
   });
 }
 
+/// Whether a block of `kernel` with `bytes` of dynamic shared memory fits the current device's shared
+/// memory (sm_75 has 64 kB a block, sm_86 / 89 99 kB, sm_80 and sm_90 more), once per device (`cache`:
+/// the kernel's own). A device that would not say counts as no: the caller then runs something else.
+template <class Kernel>
+bool fits_shared_memory(std::atomic<int> (&cache)[64], Kernel kernel, std::size_t bytes) {
+  return cached_per_device(cache, [&](int device) {
+           int optin = 0;
+           cudaFuncAttributes attributes{};
+           if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+               cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+             (void)cudaGetLastError();
+             return 2;
+           }
+           return attributes.sharedSizeBytes + bytes <= std::size_t(optin) ? 1 : 2;
+         }) == 1;
+}
+
 /// Blocks of one segment kernel a multiprocessor holds at once (at least 1), per device (the fold pass
 /// stands for all three: same registers and shared memory).
 template <class Group, int ITEMS, int STAGES, int MIN_BLOCKS, class Op, class Pack, class Outs>
@@ -313,6 +332,14 @@ template <class Op, class Pack, class Outs>
 bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
                           cudaStream_t stream);
 
+/// Whole channel groups of several warps that split time (channel_slices.cuh, included at the end of this
+/// file).
+constexpr int channel_slice_warps = 8;
+template <bool WRITE, class Op, class Pack, class Outs>
+bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, cudaStream_t stream);
+template <class Op, class Pack>
+constexpr index_t channel_slices_tile();
+
 /// The tiles of the look-back: the policy's (single_pass_tiles), else 512 threads of 16 steps (24 where
 /// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor (policy.hpp).
 template <class Policy, class Op, class Pack, class = void>
@@ -352,6 +379,11 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   constexpr pass whole = WRITE ? pass::scan : pass::reduce;
   if constexpr (WRITE && Group::kind == group_kind::warp) {
     if (run_streams<Policy, WRITE>(a, shape, stream)) return;  // whole sequences, a block each
+  }
+  if constexpr (Group::kind == group_kind::channel) {
+    if (runs_channel_slices(plan, shape, channel_slices_tile<Op, Pack>(), multiprocessors(), channel_slice_warps) &&
+        run_channel_slices<WRITE>(a, plan.groups, stream))
+      return;
   }
   if (plan.splits == 1) {
     if constexpr (Group::kind == group_kind::warp && detail::has_long_policy<Policy>::value) {
@@ -445,5 +477,6 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 #include "block_stream.cuh"
 #include "chain_walk.cuh"
 #include "channel_lookback.cuh"
+#include "channel_slices.cuh"
 #include "lookback.cuh"
 #include "matrix.cuh"

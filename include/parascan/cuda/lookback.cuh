@@ -213,20 +213,7 @@ bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shap
   constexpr int shared = staging_plan<block_group<threads>, items, 1, Op, Pack>::stage_bytes * (threads / warp_threads);
   const auto kernel = lookback_kernel<threads, items, Tiles::min_blocks, Op, Pack, Outs>;
   static std::atomic<int> fits[64] = {}, allowed[64] = {};
-  // 1: the stages fit this device's shared memory (sm_75 has 64 kB a block, sm_86 / 89 99 kB, sm_80 and
-  // sm_90 more); 2: they do not, or the device would not say (reduce-then-scan then, never an error).
-  const bool fit =
-      cached_per_device(fits, [&](int device) {
-        int optin = 0;
-        cudaFuncAttributes attributes{};
-        if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-            cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
-          (void)cudaGetLastError();
-          return 2;
-        }
-        return attributes.sharedSizeBytes + std::size_t(shared) <= std::size_t(optin) ? 1 : 2;
-      }) == 1;
-  if (!fit) return false;
+  if (!fits_shared_memory(fits, kernel, std::size_t(shared))) return false;  // reduce-then-scan then
   allow_dynamic_shared(allowed, kernel, shared);
   // The aligned chunk grid starts up to a chunk before the sequence.
   const index_t tiles_per_sequence = std::max<index_t>(1, (shape.max_length + chunk - 1 + tile - 1) / tile);
