@@ -127,7 +127,8 @@ __device__ state_t<Op> walk_channel_slices(unsigned char* shared, const Op& op, 
 template <int K, int STAGES, bool WRITE, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(K * warp_threads) channel_slices_kernel(const segment_args<Op, Pack, Outs> a) {
   extern __shared__ __align__(16) unsigned char slices_shared[];
-  const index_t s = index_t(blockIdx.x) * warp_threads + int(threadIdx.x) % warp_threads;
+  const index_t g = a.group_order != nullptr ? a.group_order[blockIdx.x] : index_t(blockIdx.x);
+  const index_t s = g * warp_threads + int(threadIdx.x) % warp_threads;
   const bool active = s < a.count;  // lanes past the last sequence only pad
   const index_t n = active ? a.in.head.length_of(s) : 0;
   const index_t loop_end = channel_group<warp_threads>{}.loop_end(n);  // the same in every warp

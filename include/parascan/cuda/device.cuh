@@ -11,8 +11,9 @@
 //  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
 //    sequentially in time, inputs staged row by row (channel.cuh); too few such groups for the device:
 //    one-warp tiles with a look-back, lane by lane (channel_lookback.cuh), for prefix scans; lengths that
-//    differ (a batch ending on its longest groups): blocks of several warps a group, each warp a slice of
-//    every tile (channel_slices.cuh);
+//    differ (a batch ending on its longest groups), or groups enough for several warps each but not two a
+//    multiprocessor: blocks of several warps a group, longest first, each warp a slice of every tile
+//    (channel_slices.cuh);
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
 //  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
@@ -61,6 +62,8 @@ struct segment_args {
   // Ragged splits (a skewed batch): group g's segments are the items [first_item[g], first_item[g + 1])
   // (as many as its longest sequence needs); null: every group has `splits` items, g * splits + j.
   const index_t* first_item = nullptr;
+  // Channel groups of several warps (channel_slices.cuh): the group block b takes (longest first); null: b.
+  const index_t* group_order = nullptr;
 
   /// Where segment j of sequence s (in groups of `per_group` sequences) keeps its total, then its carry.
   PARASCAN_HD index_t partial_slot(index_t s, index_t j, int per_group) const {
@@ -381,9 +384,28 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     if (run_streams<Policy, WRITE>(a, shape, stream)) return;  // whole sequences, a block each
   }
   if constexpr (Group::kind == group_kind::channel) {
-    if (runs_channel_slices(plan, shape, channel_slices_tile<Op, Pack>(), multiprocessors(), channel_slice_warps) &&
-        run_channel_slices<WRITE>(a, plan.groups, stream))
-      return;
+    if (runs_channel_slices(plan, shape, channel_slices_tile<Op, Pack>(), multiprocessors(), channel_slice_warps)) {
+      // Whole groups of mixed lengths start longest first: the device holds fewer blocks of 8 warps than a
+      // batch has groups (three a multiprocessor for fp32 pairs), and a long group that starts late ends last.
+      const bool ordered = plan.splits == 1;
+      detail::temp_buffer order(alloc, stream, ordered ? std::size_t(plan.groups) * sizeof(index_t) : 0);
+      if (ordered) {
+        std::vector<index_t> length(std::size_t(plan.groups)), group(std::size_t(plan.groups));
+        for (index_t g = 0; g < plan.groups; ++g) {
+          length[std::size_t(g)] = longest_in(g * per_group, std::min(a.count, (g + 1) * per_group));
+          group[std::size_t(g)] = g;
+        }
+        std::stable_sort(group.begin(), group.end(),
+                         [&](index_t x, index_t y) { return length[std::size_t(x)] > length[std::size_t(y)]; });
+        // From pageable memory: the call returns once `group` is copied out, so it may go out of scope.
+        detail::cuda_check(cudaMemcpyAsync(order.as<index_t>(), group.data(), group.size() * sizeof(index_t),
+                                           cudaMemcpyHostToDevice, stream),
+                           "parascan group order");
+        a.group_order = order.as<index_t>();
+      }
+      if (run_channel_slices<WRITE>(a, plan.groups, stream)) return;
+      a.group_order = nullptr;
+    }
   }
   if (plan.splits == 1) {
     if constexpr (Group::kind == group_kind::warp && detail::has_long_policy<Policy>::value) {
