@@ -111,6 +111,9 @@ struct scan_plan {
   }
 };
 
+/// Steps of a matrix product group's tile: its segments are whole tiles.
+constexpr index_t product_tile = 8;
+
 /// The plan for a batch, given the chosen group and how many blocks of its kernel one multiprocessor
 /// holds. Sequences are split into segments when there are fewer independent groups than the device runs
 /// at once and they are long (more than four tiles); segments are whole tiles, at least four long.
@@ -133,7 +136,7 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   const bool sequential = group == group_kind::thread;
   const bool channel = group == group_kind::channel;
   const bool product = group == group_kind::warp_product || group == group_kind::block_product;
-  plan.tile = sequential ? 64 : channel ? 16 : product ? 8 : index_t(plan.geometry.threads) * p.items;
+  plan.tile = sequential ? 64 : channel ? 16 : product ? product_tile : index_t(plan.geometry.threads) * p.items;
   plan.resident = channel ? index_t(std::max(multiprocessors, 1)) * 2
                           : index_t(std::max(multiprocessors, 1)) * std::max(blocks_per_multiprocessor, 1) *
                                 plan.geometry.groups_per_block * (sequential ? 2 : 1);
@@ -153,6 +156,21 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   const index_t splits = ceil_div(len, segment);
   if (splits > 1) plan.splits = splits, plan.segment = segment;
   return plan;
+}
+
+/// Whether a matrix scan whose policy offers blocks of `block_warps` warps a product (warp_product
+/// policies of more than one warp) runs a block a chain rather than a warp a segment: where a warp a
+/// segment would leave most of the device idle, either because the chains are fewer than a 64th of the
+/// `resident_warps` (a few long chains) or because they are short enough to stay whole (at most four
+/// tiles of `tile` steps) and a block each takes at most half the device. The latter is the scan of the
+/// segment totals of a split batch: 64 chains of 16 totals at 32 x 32 took 29 us a warp a chain (ncu,
+/// H200), the latency of 16 products in a row, which a block's threads shorten (the whole prefix over
+/// (64, 1024) chains 0.347-0.374 -> 0.321-0.335 ms, same process). With more chains (1024 of 5 totals at
+/// 8 x 8: 0.287 -> 0.289 ms) a warp each already keeps enough of the device busy.
+constexpr bool runs_product_blocks(const batch_shape& shape, index_t resident_warps, int block_warps, index_t tile) {
+  if (block_warps <= 1) return false;
+  if (64 * shape.count < resident_warps) return true;
+  return shape.max_length <= 4 * tile && 2 * shape.count * block_warps <= resident_warps;
 }
 
 /// Whether a prefix scan of `shape` planned as `plan` runs the single-pass look-back (cuda/lookback.cuh)

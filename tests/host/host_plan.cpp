@@ -225,6 +225,24 @@ TEST_CASE("plan: matrix products, a warp or a block per segment of 8-step tiles"
   CHECK(plan_scan(warp_product, group_kind::warp_product, batch_shape{1, 32, false}, h200_sms, 3).splits == 1);
 }
 
+TEST_CASE("plan: matrix chains run a block each when a warp each would leave the device idle") {
+  const index_t resident_warps = h200_sms * 8;  // 32 x 32 fp32: two blocks of 4 warps a multiprocessor
+  // A few long chains: a block each, split (one chain of 1000, or 16 chains: fewer than a 64th).
+  CHECK(parascan::runs_product_blocks(batch_shape{1, 1000, false}, resident_warps, 4, parascan::product_tile));
+  CHECK(parascan::runs_product_blocks(batch_shape{16, 1024, true}, resident_warps, 4, parascan::product_tile));
+  // (64, 1024): warps, 16 segments a chain; then the scan of its 64 chains of 16 totals: a block each.
+  CHECK(!parascan::runs_product_blocks(batch_shape{64, 1024, true}, resident_warps, 4, parascan::product_tile));
+  CHECK(parascan::runs_product_blocks(batch_shape{64, 16, true}, resident_warps, 4, parascan::product_tile));
+  CHECK(parascan::runs_product_blocks(batch_shape{64, 32, true}, resident_warps, 4, parascan::product_tile));
+  CHECK(!parascan::runs_product_blocks(batch_shape{64, 33, true}, resident_warps, 4, parascan::product_tile));
+  // Blocks that would take more than half the device (1024 chains of 5 totals at 8 x 8): warps.
+  CHECK(!parascan::runs_product_blocks(batch_shape{1024, 5, true}, h200_sms * 36, 4, parascan::product_tile));
+  CHECK(!parascan::runs_product_blocks(batch_shape{133, 16, true}, resident_warps, 4, parascan::product_tile));
+  CHECK(parascan::runs_product_blocks(batch_shape{132, 16, true}, resident_warps, 4, parascan::product_tile));
+  // Policies of one warp a block have no blocks to offer.
+  CHECK(!parascan::runs_product_blocks(batch_shape{1, 1000, false}, resident_warps, 1, parascan::product_tile));
+}
+
 TEST_CASE("plan: long tiles from one tile short of the threshold, unless their ragged tail pads more") {
   using parascan::runs_long_tiles;
   // fp32 pairs: 128-step base tiles, 256-step long tiles from 4 of them (1024 steps).

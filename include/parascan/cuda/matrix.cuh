@@ -438,10 +438,11 @@ void run_product_groups(segment_args<Op, Pack, Outs> a, const batch_shape& shape
 }
 
 /// The matrix strategy's entry: a warp per product, or a block when the policy says so or (warp_product)
-/// when the batch has fewer sequences than a 64th of the resident warps (a few long chains, whose
-/// products' latency bounds the time: a block's threads share each product four ways more; with more
+/// where a warp a segment would leave the device idle (plan.hpp's runs_product_blocks): a few long
+/// chains, or the short chains of segment totals that a split batch scans between its passes, whose
+/// products' latency bounds the time (a block's threads share each product four ways more). With more
 /// chains a warp each does better, H100: 48 / 45 / 39% of copy against 24 / 38 / 32% for blocks at
-/// N = 8 / 16 / 32 over (1024 / 256 / 64, 1024) chains).
+/// N = 8 / 16 / 32 over (1024 / 256 / 64, 1024) chains.
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
                   cudaStream_t stream) {
@@ -456,7 +457,7 @@ void run_products(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp
                 "combine_variant::warp_product: one output whose elements are the state's type");
   if constexpr (Policy::combine == combine_variant::warp_product) {
     using warps = product_pass<Policy, warp_threads, pass::fold, Op, Pack, Outs>;
-    if (Policy::threads == warp_threads || 64 * shape.count >= warps::resident_groups())
+    if (!runs_product_blocks(shape, warps::resident_groups(), Policy::threads / warp_threads, product_tile))
       return run_product_groups<Policy, warp_threads, WRITE>(a, shape, alloc, stream);
   }
   if constexpr (Policy::threads != warp_threads || Policy::combine == combine_variant::block_product)
