@@ -23,9 +23,10 @@
 namespace parascan::engine {
 
 /// Stages of each warp's ring in a time-splitting channel group (device.cuh's channel_slice_warps warps):
-/// K warps of 2 stages keep a group's bytes in flight (a block of 8 warps holds 68 KiB for fp32 pairs:
-/// three a multiprocessor). Measured on an H200 (lengths 1..8192, D = 64): 8 warps of 2 stages 73-76% of
-/// copy, 6 of 2 69-75%, 4 of 3 69-71%, 4 of 2 65-69%, one-warp groups 69-70%.
+/// K warps of 2 stages keep a group's bytes in flight (a block of 8 warps holds 68 KiB for fp32 pairs; at
+/// 104 registers a thread, two blocks fit a multiprocessor, three for bf16 inputs at 76: occupancy API,
+/// H200). Measured on an H200 (lengths 1..8192, D = 64): 8 warps of 2 stages 73-76% of copy, 6 of 2
+/// 69-75%, 4 of 3 69-71%, 4 of 2 65-69%, one-warp groups 69-70%.
 constexpr int channel_slice_stages = 2;
 
 /// Dynamic shared memory of a time-splitting channel group: each warp's ring of STAGES stages, then the
