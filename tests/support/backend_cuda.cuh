@@ -1,6 +1,6 @@
 // Test backend: parascan::cuda on the default stream. Buffers hold a host mirror and device memory;
 // tests fill the mirror, upload, run, download and compare. Without a CUDA device every test of the
-// executable is skipped (main in main_cuda.cu prints "skipped: no CUDA device" and exits 77).
+// executable is skipped (main in main_cuda.cpp prints "skipped: no CUDA device" and exits 77).
 #pragma once
 
 #include <cuda/std/complex>
