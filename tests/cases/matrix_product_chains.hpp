@@ -96,10 +96,11 @@ TEST_CASE("matrix_chain: long single chains, several levels of segment totals") 
 TEST_CASE("matrix_chain: batches split over the device, their segment totals scanned a block a chain") {
   // Tens to hundreds of chains: a warp a segment, then each chain's segment totals (9 to 19 of them)
   // scanned by a block a chain on the GPU (plan.hpp's runs_product_blocks), and each segment rescanned.
+  // Only types and orders the other cases instantiate (each costs CI minutes of nvcc).
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::left_to_right>(40, 300, false, false, 0, true, true);
   check_chains<Eigen::Matrix<float, 32, 32>, chain_order::right_to_left>(40, 300, true, true, 0, false, true);
   check_chains<Eigen::Matrix<float, 16, 16>, chain_order::left_to_right>(200, 200, true, false, 0, true, false);
-  check_chains<Eigen::Matrix<double, 16, 16>, chain_order::right_to_left>(150, 150, false, true, 1, true, true);
+  check_chains<Eigen::Matrix<double, 16, 16>, chain_order::left_to_right>(150, 150, false, true, 1, true, true);
 }
 
 TEST_CASE("matrix_chain: 24 x 24 and 32 x 32 products on the warp's 8 x 4 lane grid, general factors") {
