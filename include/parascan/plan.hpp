@@ -196,6 +196,14 @@ constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shap
          2 * shape.total() >= shape.count * shape.max_length;
 }
 
+/// Whether a prefix scan planned for channel groups runs channel_block_lookback.cuh's single pass (block
+/// tiles of several warps with a look-back) rather than reduce-then-scan over ragged segments: where the
+/// plan is a skewed batch's ragged split (a few long sequences among many short ones; H200, 4 of 2^18 rows
+/// among 4000 of 1..64, D = 64: see that file).
+constexpr bool runs_channel_block_tiles(const scan_plan& plan) {
+  return plan.group == group_kind::channel && plan.splits > 1 && plan.ragged;
+}
+
 /// Whether a batch planned for channel groups runs them whole, a block of `warps` warps each, the warps
 /// splitting every tile of `tile` steps (cuda/channel_slices.cuh), rather than a warp each (or split in
 /// time): where its longest sequence spans at least four tiles and either

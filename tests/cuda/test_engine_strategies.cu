@@ -202,8 +202,10 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
   // packed_td runs channel groups (32 sequences a warp), packed_dt warp groups (one each).
   constexpr int K = 2;
   using M = mat<K>;
-  for (const bool channels : {true, false}) {
-    const index_t N = channels ? 600 : 12000, D = channels ? 32 : 1, long_rows = channels ? 20000 : 100000;
+  // packed_td also with D = 48: groups straddle two sequences of different lengths (element-wise staging).
+  for (const index_t D : {32, 48, 1}) {
+    const bool channels = D > 1;
+    const index_t N = channels ? 600 : 12000, long_rows = channels ? 20000 : 100000;
     std::vector<index_t> offsets{0};
     for (index_t i = 0; i < N; ++i)
       offsets.push_back(offsets.back() + (i == N / 3 || i == N - 1 ? long_rows : index_t(ptest::uniform(1, 9))));
@@ -218,10 +220,76 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
     for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
                           ptest::scan_flags{false, true, true, false}})
       for (const bool reduce : {false, true}) {
-        INFO((channels ? "packed_td D = 32" : "packed_dt") << ", " << ptest::describe(f) << (reduce ? " reduce" : ""));
+        INFO((channels ? "packed_td D = " + std::to_string(D) : std::string("packed_dt")) << ", " << ptest::describe(f)
+                                                                                             << (reduce ? " reduce" : ""));
         CHECK(run_matrix_case<parascan::use_default_policy, K>(view, view, x, y, init, fin, f, reduce) <=
               1e-6 * (8 + 2 * std::sqrt(double(long_rows))) * K);
       }
+  }
+}
+
+TEST_CASE("skewed packed batches: the linear recurrence in one pass, block tiles with a look-back") {
+  // channel_block_lookback.cuh (plan.hpp's runs_channel_block_tiles): packed_td, many short sequences
+  // (1..64 rows) and three long ones (one ends a row past a block tile of 256 fp32-pair rows, one just
+  // short of one), D = 64 (whole groups) and D = 40 (groups straddling sequences, a partial last one),
+  // fp32 and bf16 storage (fp32 state), against fp64 step by step.
+  const auto run = [](auto storage, index_t D) {
+    using S = decltype(storage);
+    const index_t N = 3000;
+    std::vector<index_t> offsets{0};
+    for (index_t i = 0; i < N; ++i)
+      offsets.push_back(offsets.back() + (i == 7 ? 40000 + 1 : i == N / 2 ? 30000 - 1 : i == N - 1 ? 25600 + 1
+                                                                                            : index_t(ptest::uniform(1, 64))));
+    const index_t total = offsets.back(), n = total * D;
+    ptest::buffer<S> a{std::size_t(n)}, b{std::size_t(n)}, x{std::size_t(n)};
+    ptest::buffer<float> init{std::size_t(N * D)}, fin{std::size_t(N * D)};
+    ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
+    ptest::fill(b, [] { return S(float(ptest::normal())); });
+    ptest::fill(init, [] { return float(ptest::normal()); });
+    for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
+                          ptest::scan_flags{false, true, false, true}}) {
+      INFO("packed_td D = " << D << " of " << sizeof(S) << "-byte values, " << ptest::describe(f));
+      ptest::fill(x, [] { return S(NAN); });
+      ptest::fill(fin, [] { return NAN; });
+      parascan::options<float> opts;
+      opts.exclusive = f.exclusive, opts.reverse = f.reverse;
+      opts.initial = f.with_initial ? init.data() : nullptr;
+      opts.final = f.with_final ? fin.data() : nullptr;
+      const long long before = parascan::engine::channel_block_launches();
+      parascan::linear_recurrence(ptest::exec(), parascan::packed_td<const S>(a.data(), offsets.data(), N, D),
+                                  parascan::packed_td<const S>(b.data(), offsets.data(), N, D),
+                                  parascan::packed_td(x.data(), offsets.data(), N, D), opts);
+      CHECK(parascan::engine::channel_block_launches() == before + 1);
+      x.download();
+      fin.download();
+      ptest::error_meter err, stored;
+      double worst = 0;
+      for (index_t q = 0; q < N; ++q) {
+        const index_t len = offsets[std::size_t(q) + 1] - offsets[std::size_t(q)];
+        for (index_t c = 0; c < D; ++c) {
+          double state = f.with_initial ? init.host[std::size_t(q * D + c)] : 0.0;
+          for (index_t k = 0; k < len; ++k) {
+            const std::size_t i = std::size_t((offsets[std::size_t(q)] + (f.reverse ? len - 1 - k : k)) * D + c);
+            const auto keep = [&](double got) {
+              stored.add(got, state);
+              worst = std::max(worst, std::fabs(got - state) / (1 + std::fabs(state)));
+            };
+            if (f.exclusive) keep(ptest::to_double(x.host[i]));
+            state = ptest::to_double(a.host[i]) * state + ptest::to_double(b.host[i]);
+            if (!f.exclusive) keep(ptest::to_double(x.host[i]));
+          }
+          if (f.with_final) err.add(fin.host[std::size_t(q * D + c)], state);
+        }
+      }
+      const double fp32_bound = 1e-6 * (8 + 2 * std::sqrt(40001.0));
+      CHECK(err.relative() <= fp32_bound);
+      CHECK(stored.relative() <= fp32_bound + 2 * ptest::eps_of<S>());
+      CHECK(worst <= 20 * fp32_bound + ptest::eps_of<S>());
+    }
+  };
+  for (const index_t D : {64, 40}) {
+    run(float{}, D);
+    run(ptest::bf16{}, D);
   }
 }
 

@@ -153,12 +153,19 @@ TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-b
   auto warp = split;
   warp.group = group_kind::warp;
   CHECK(!parascan::runs_channel_tiles(warp, few, tile));  // contiguous time: lookback.cuh's block tiles
-  // A skewed packed batch splits ragged and keeps reduce-then-scan (tiles measured no faster there).
+  // A skewed packed batch splits ragged: not these tiles (every group would get the longest one's), but
+  // channel_block_lookback.cuh's block tiles, each group as many as it needs.
   const batch_shape skewed{8000 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 8000 * 32) * 64};
   const auto ragged = plan_scan(pair_warp, group_kind::channel, skewed, h200_sms, 8);
   REQUIRE(ragged.splits > 1);
   CHECK(ragged.ragged);
   CHECK(!parascan::runs_channel_tiles(ragged, skewed, tile));
+  CHECK(parascan::runs_channel_block_tiles(ragged));
+  CHECK(!parascan::runs_channel_block_tiles(split));  // evenly split: the one-warp tiles above
+  CHECK(!parascan::runs_channel_block_tiles(whole));
+  auto ragged_warp = ragged;
+  ragged_warp.group = group_kind::warp;
+  CHECK(!parascan::runs_channel_block_tiles(ragged_warp));  // packed_dt: reduce-then-scan over ragged segments
   // Uneven lengths (every group gets the longest one's tiles) and sequences of one tile do not either.
   const batch_shape uneven{64, 100000, true, 100000 + 63 * 100};
   CHECK(!parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, uneven, h200_sms, 8), uneven, tile));
@@ -192,7 +199,8 @@ TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run
   const batch_shape one{1536, 65536, true};
   CHECK(!slices(one));
   CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, one, h200_sms, 8), one, 64));
-  // A skewed batch splits ragged (reduce-then-scan); sequences of fewer than four tiles stay one warp's.
+  // A skewed batch splits ragged (block tiles with a look-back); sequences of fewer than four tiles stay
+  // one warp's.
   CHECK(!slices(batch_shape{8000 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 8000 * 32) * 64}));
   CHECK(!slices(batch_shape{256 * 64, 4 * tile - 1, true, 256 * 64 * 100}));
   // Not channel groups: never.

@@ -18,8 +18,9 @@
 //
 // Not used for batches of uneven lengths: tiles of whole groups measured no faster than a warp a group
 // there (packed (total, 64), 256 sequences of 1..8192 rows: 69% either way; 4 of 2^18 among 4000 of 1..64
-// rows: 36-41% against reduce-then-scan's 39-42%, its look-backs 63 tiles deep on average). The tile
-// structure's own cost shows on balanced batches: (8, 4096, 1536) runs at 72.6% this way, 91% pipelined.
+// rows: 36-41% against reduce-then-scan's 39-42%, its look-backs 63 tiles deep on average; that skewed
+// batch runs block tiles of 8 warps since, channel_block_lookback.cuh). The tile structure's own cost shows
+// on balanced batches: (8, 4096, 1536) runs at 72.6% this way, 91% pipelined.
 #pragma once
 
 #include <cuda/atomic>
@@ -132,14 +133,14 @@ __device__ state_t<Op> channel_look_back(const Op& op, const channel_tile_status
   return prefix;
 }
 
-/// One lane's part of tile j of its group (positions [p0, p1) of its sequence of n steps, the warp to
-/// loop_end): stages the tile, folds it, finds the state before it (the start state for j = 0), publishes
-/// what later tiles need, writes every step and, at the group's last tile, the final state.
-template <int TILE_STAGES, class Op, class... T, class Outs>
+/// One lane's part of a tile (positions [p0, p1) of its sequence of n steps, the warp to loop_end): stages
+/// the warp's rows of the tile, folds them into `total`, asks `carry_of(total)` for the state before them
+/// (the look-back: a prefix callback, as CUB's TilePrefixCallbackOp) and scans them from it, writing
+/// every step.
+template <int TILE_STAGES, class Op, class... T, class Outs, class CarryOf>
 __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const cursor_pack<T...>& in, const Outs& out,
-                                  const channel_tile_status<state_t<Op>>& status, index_t item, index_t first,
-                                  bool last, index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse,
-                                  bool exclusive, state_t<Op> start, output_t<Op>* final, state_t<Op>* final_state) {
+                                  index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse, bool exclusive,
+                                  const CarryOf& carry_of) {
   using S = state_t<Op>;
   using staging_t = channel_staging<TILE_STAGES, Op, input_pack<T...>>;
   constexpr int ROWS = staging_t::rows;
@@ -187,13 +188,7 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
     rows_of(k, fold);
   }
 
-  S carry = start;
-  if (item > first) {
-    if (!last) status.publish(status.aggregate, item, total, 1);  // a group's last tile has no successor
-    carry = channel_look_back(op, status, first, item);
-  }
-  const S inclusive = op(carry, total);
-  if (!last) status.publish(status.inclusive, item, inclusive, 2);
+  S carry = carry_of(total);
   const auto scan = [&](auto exclusive_tag) {
     constexpr bool X = decltype(exclusive_tag)::value;
 #pragma unroll
@@ -204,11 +199,38 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
     scan(std::true_type{});
   else
     scan(std::false_type{});
-  if (last) {
-    if (final != nullptr) *final = project(op, inclusive);
-    if (final_state != nullptr) *final_state = inclusive;
-  }
 }
+
+/// The prefix callback of tile `item` of a group whose tile 0 is `first` (a warp's lanes, one sequence
+/// each): publishes the tile's aggregate, looks back, publishes its inclusive prefix (a group's last tile
+/// has no successor: it publishes nothing and writes the final output and state where asked) and returns
+/// the state before the tile (`start` for tile 0).
+template <class Op>
+struct channel_lookback_prefix {
+  using S = state_t<Op>;
+  const Op& op;
+  const channel_tile_status<S>& status;
+  index_t item, first;
+  bool last;
+  S start;
+  output_t<Op>* final;
+  S* final_state;
+
+  __device__ S operator()(const S& total) const {
+    S carry = start;
+    if (item > first) {
+      if (!last) status.publish(status.aggregate, item, total, 1);
+      carry = channel_look_back(op, status, first, item);
+    }
+    const S inclusive = op(carry, total);
+    if (!last) status.publish(status.inclusive, item, inclusive, 2);
+    if (last) {
+      if (final != nullptr) *final = project(op, inclusive);
+      if (final_state != nullptr) *final_state = inclusive;
+    }
+    return carry;
+  }
+};
 
 /// A tile waits only on lower blocks (its group's earlier tiles), assumed to start first: CUDA does not
 /// promise it; CUB's DeviceScan and lookback.cuh assume the same.
@@ -231,11 +253,16 @@ __global__ void __launch_bounds__(warp_threads)
   const index_t loop_end = channel_group<warp_threads>{}.loop_end(p1);
   decltype(bind_outputs(a.out, 0)) out{};
   if (active) out = bind_outputs(a.out, s);
-  scan_channel_tile<TILE_STAGES>(tile, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, status, first + j, first,
-                                 j == a.splits - 1, n, p0, p1, loop_end, a.reverse, a.exclusive,
-                                 active ? start_state(a.op, a.initial, s) : a.op.identity(),
-                                 active && a.final != nullptr ? a.final + s : nullptr,
-                                 active && a.final_states != nullptr ? a.final_states + s : nullptr);
+  const channel_lookback_prefix<Op> prefix{a.op,
+                                           status,
+                                           first + j,
+                                           first,
+                                           j == a.splits - 1,
+                                           active ? start_state(a.op, a.initial, s) : a.op.identity(),
+                                           active && a.final != nullptr ? a.final + s : nullptr,
+                                           active && a.final_states != nullptr ? a.final_states + s : nullptr};
+  scan_channel_tile<TILE_STAGES>(tile, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end,
+                                 a.reverse, a.exclusive, prefix);
 }
 
 /// Whether channel groups of this operator and inputs can run the look-back: states in 4-byte words, a

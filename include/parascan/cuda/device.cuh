@@ -13,7 +13,8 @@
 //    one-warp tiles with a look-back, lane by lane (channel_lookback.cuh), for prefix scans; lengths that
 //    differ (a batch ending on its longest groups), or groups enough for several warps each but not two a
 //    multiprocessor: blocks of several warps a group, longest first, each warp a slice of every tile
-//    (channel_slices.cuh);
+//    (channel_slices.cuh); a skewed batch (packed, a few long sequences among many short ones): block tiles
+//    of several warps with a look-back, in one pass (channel_block_lookback.cuh), for prefix scans;
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
 //  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
@@ -350,6 +351,11 @@ template <class Op, class Pack, class Outs>
 bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
                           cudaStream_t stream);
 
+/// A skewed channel batch's single pass (channel_block_lookback.cuh, included at the end of this file).
+template <class Op, class Pack, class Outs, class Lengths>
+bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& longest_in,
+                                temp_allocator& alloc, cudaStream_t stream);
+
 /// Whole channel groups of several warps that split time (channel_slices.cuh, included at the end of this
 /// file).
 constexpr int channel_slice_warps = 8;
@@ -443,6 +449,9 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     if (runs_channel_tiles(plan, shape, channel_tile_steps<Op, Pack>()) && single_pass_enabled() &&
         run_channel_lookback(a, shape, alloc, stream))
       return;
+    if (runs_channel_block_tiles(plan) && single_pass_enabled() &&
+        run_channel_block_lookback(a, plan.groups, longest_in, alloc, stream))
+      return;
   }
   a.splits = plan.splits;
   a.segment = plan.segment;
@@ -513,6 +522,7 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 #include "affine.cuh"
 #include "block_stream.cuh"
 #include "chain_walk.cuh"
+#include "channel_block_lookback.cuh"
 #include "channel_lookback.cuh"
 #include "channel_slices.cuh"
 #include "lookback.cuh"

@@ -1,0 +1,234 @@
+// Skewed channel batches in one pass: a packed (total, D) batch whose few long sequences hold most of its
+// rows among many short ones (plan.hpp's ragged plan). Reduce-then-scan over ragged segments read the
+// inputs twice in three passes (fold, carry, rescan); one-warp tiles with a look-back (channel_lookback.cuh)
+// measured no faster (36-41% of copy, their look-backs 63 tiles deep). Here a tile is a block of K warps
+// over K x STAGES stages of rows of one group (32 sequences, lane = sequence): each warp stages and folds
+// its rows, the K totals meet in shared memory, warp 0 looks back over the group's earlier tiles
+// (channel_look_back) and the warps scan their rows from the carry before the tile and the totals of the
+// warps before them. The groups of one tile (the short sequences) run whole, a warp each, K to a block.
+//
+// Measured (H200, 2026-11-29, fp32 linear recurrence, 4 sequences of 2^18 rows among 4000 of 1..64, D = 64,
+// 906 MB moved, copy floor 0.222 ms; a probe alternating the two paths in separate processes): the kernel
+// 286 us (ncu: 3.1 TB/s, 80 registers, three blocks a multiprocessor) where the three passes took 178 + 14
+// + 276 us; calls back to back 0.318 against 0.472 ms a call (70 / 47% of copy); a call alone, timed from
+// an event recorded before it, 0.53 against 0.60 ms (its host side, the tile list built and copied from
+// pageable memory, which waits for the stream, is not hidden there). K x STAGES of 8 x 2 (64 KiB) and 16 x
+// 2 read alike, 4 x 2 and 4 x 4 slower; the same kernel without its look-back (wrong results) read 0.50-0.63
+// against 0.55-0.67 ms a call alone, so the look-back costs about a tenth at most. A block of K warps for
+// each of the 8000 short groups too (one warp of rows each) read 0.73-0.86 ms against the three passes'
+// 0.63-0.65.
+//
+// Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
+// over the long groups), longer groups first within a round, the blocks of short groups at the end of
+// round 0. Deterministic: every fold runs in a fixed order (the K totals left to right, the look-back as
+// channel_look_back), so results depend on the shape only.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "channel_lookback.cuh"
+
+namespace parascan::engine {
+
+/// Warps and stages of rows a warp of a skewed batch's block tile (256 rows of fp32 pairs, 64 KiB).
+constexpr int channel_block_warps = 8;
+constexpr int channel_block_stages = 2;
+
+/// Where block b of the launch works: tile `tile` of group `group`; or, where `tile` is -1, whole groups of
+/// one tile, a warp each: warp w takes group shorts[group + w] (none where that is -1).
+struct channel_block_tile {
+  int group, tile;
+};
+
+/// A skewed batch's tiles, built on the host. Group g has the tiles its longest sequence needs, its status
+/// slots first[g] .. first[g + 1] - 1. Groups of one tile run whole, a warp each, K to a block, listed in
+/// `shorts` (padded with -1 to whole blocks). `order` is the launch order (above).
+struct channel_block_tables {
+  std::vector<index_t> first;
+  std::vector<channel_block_tile> order;
+  std::vector<int> shorts;
+
+  template <class Longest>
+  static channel_block_tables of(index_t groups, index_t tile_rows, int warps, const Longest& longest_of_group) {
+    channel_block_tables t;
+    t.first.assign(std::size_t(groups) + 1, 0);
+    std::vector<index_t> tiles(static_cast<std::size_t>(groups)), longs;
+    for (index_t g = 0; g < groups; ++g) {
+      tiles[std::size_t(g)] = std::max<index_t>(1, (longest_of_group(g) + tile_rows - 1) / tile_rows);
+      t.first[std::size_t(g) + 1] = t.first[std::size_t(g)] + tiles[std::size_t(g)];
+      if (tiles[std::size_t(g)] > 1)
+        longs.push_back(g);
+      else
+        t.shorts.push_back(int(g));
+    }
+    if (groups == 0 || t.first.back() >= std::numeric_limits<int>::max()) return t;  // the caller declines
+    std::stable_sort(longs.begin(), longs.end(),
+                     [&](index_t x, index_t y) { return tiles[std::size_t(x)] > tiles[std::size_t(y)]; });
+    const index_t rounds = longs.empty() ? 0 : tiles[std::size_t(longs[0])];
+    for (index_t j = 0; j < rounds; ++j) {
+      for (std::size_t i = 0; i < longs.size() && tiles[std::size_t(longs[i])] > j; ++i)
+        t.order.push_back({int(longs[i]), int(j)});
+      if (j == 0)
+        for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
+    }
+    if (rounds == 0)
+      for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
+    t.shorts.resize((t.shorts.size() + std::size_t(warps) - 1) / std::size_t(warps) * std::size_t(warps), -1);
+    return t;
+  }
+  std::size_t order_offset() const { return (first.size() * sizeof(index_t) + 15) / 16 * 16; }
+  std::size_t shorts_offset() const { return order_offset() + order.size() * sizeof(channel_block_tile); }
+  /// The three tables in one block of bytes (first, order, shorts), for one copy to the device.
+  std::vector<unsigned char> bytes() const {
+    std::vector<unsigned char> b(shorts_offset() + shorts.size() * sizeof(int));
+    std::memcpy(b.data(), first.data(), first.size() * sizeof(index_t));
+    std::memcpy(b.data() + order_offset(), order.data(), order.size() * sizeof(channel_block_tile));
+    std::memcpy(b.data() + shorts_offset(), shorts.data(), shorts.size() * sizeof(int));
+    return b;
+  }
+};
+
+/// Dynamic shared memory of a block tile: each warp's stages, then the K warps' totals and the carry
+/// before the tile (32 lanes each).
+template <int K, int STAGES, class Op, class Pack>
+struct channel_block_layout {
+  using staging = channel_staging<STAGES, Op, Pack>;
+  static constexpr index_t warp_rows = index_t(STAGES) * staging::rows;
+  static constexpr index_t tile_rows = K * warp_rows;
+  static constexpr std::size_t staging_bytes = staging::per_warp * K;
+  static constexpr std::size_t bytes = staging_bytes + std::size_t((K + 1) * warp_threads) * sizeof(state_t<Op>);
+};
+
+/// Calls that ran this single pass, in this process (for tests and diagnostics).
+inline std::atomic<long long>& channel_block_launches() {
+  static std::atomic<long long> count{0};
+  return count;
+}
+
+/// The block tile order[blockIdx.x]: rows [j * tile_rows, (j + 1) * tile_rows) of group g's 32 sequences,
+/// warp w the w-th warp_rows of them; its states at slot a.first_item[g] + j of `status`.
+template <int K, int STAGES, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(K * warp_threads)
+    channel_block_lookback_kernel(const segment_args<Op, Pack, Outs> a, const channel_tile_status<state_t<Op>> status,
+                                  const channel_block_tile* order, const int* shorts) {
+  using S = state_t<Op>;
+  using layout = channel_block_layout<K, STAGES, Op, Pack>;
+  extern __shared__ __align__(16) unsigned char channel_block_shared[];
+  S* const totals = reinterpret_cast<S*>(channel_block_shared + layout::staging_bytes);  // [K][32]
+  S* const carries = totals + K * warp_threads;                                           // [32]
+  const int warp = int(threadIdx.x) / warp_threads, lane = int(threadIdx.x) % warp_threads;
+  unsigned char* const staging = channel_block_shared + warp * layout::staging::per_warp;
+  const channel_block_tile here = order[blockIdx.x];
+  if (here.tile < 0) {  // whole groups of one tile, a warp each (block-uniform: no barrier below is reached)
+    const int g = shorts[here.group + warp];
+    if (g < 0) return;
+    const index_t s = index_t(g) * warp_threads + lane;
+    const bool active = s < a.count;
+    const index_t n = active ? a.in.head.length_of(s) : 0;
+    decltype(bind_outputs(a.out, 0)) out{};
+    if (active) out = bind_outputs(a.out, s);
+    const S total = scan_channels<STAGES, true>(staging, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, 0, n,
+                                                channel_group<warp_threads>{}.loop_end(n), a.reverse, a.exclusive,
+                                                active ? start_state(a.op, a.initial, s) : a.op.identity());
+    if (active) a.write_final(s, total);
+    return;
+  }
+  const index_t g = here.group, j = here.tile;
+  const index_t first = a.first_item[g];
+  const bool last = first + j == a.first_item[g + 1] - 1;
+  const index_t s = g * warp_threads + lane;
+  const bool active = s < a.count;  // lanes past the last sequence only pad
+  const index_t n = active ? a.in.head.length_of(s) : 0;
+  const index_t p0 = j * layout::tile_rows + warp * layout::warp_rows;
+  const index_t p1 = max(p0, min(n, p0 + layout::warp_rows));
+  const index_t loop_end = channel_group<warp_threads>{}.loop_end(p1);
+  decltype(bind_outputs(a.out, 0)) out{};
+  if (active) out = bind_outputs(a.out, s);
+  const Op& op = a.op;
+  const channel_lookback_prefix<Op> look_back{op,
+                                              status,
+                                              first + j,
+                                              first,
+                                              last,
+                                              active ? start_state(op, a.initial, s) : op.identity(),
+                                              active && a.final != nullptr ? a.final + s : nullptr,
+                                              active && a.final_states != nullptr ? a.final_states + s : nullptr};
+  // The block's prefix callback: the tile's total from the warps' (left to right), warp 0's look-back,
+  // then each warp's carry: the one before the tile and the totals of the warps before it.
+  const auto carry_of = [&](const S& total) {
+    totals[warp * warp_threads + lane] = total;
+    __syncthreads();
+    if (warp == 0) {
+      S tile_total = totals[lane];
+#pragma unroll
+      for (int w = 1; w < K; ++w) tile_total = op(tile_total, totals[w * warp_threads + lane]);
+      carries[lane] = look_back(tile_total);
+    }
+    __syncthreads();
+    S before = carries[lane];
+#pragma unroll
+    for (int w = 0; w < K - 1; ++w)
+      if (w < warp) before = op(before, totals[w * warp_threads + lane]);
+    return before;
+  };
+  scan_channel_tile<STAGES>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end, a.reverse, a.exclusive,
+                            carry_of);
+}
+
+/// The prefix scan of a skewed channel batch (dispatch asks plan.hpp's runs_channel_block_tiles first) in
+/// one pass. `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host. False (nothing
+/// run) where the stages do not fit the device's shared memory or there would be 2^31 tiles or more.
+template <class Op, class Pack, class Outs, class Lengths>
+bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& longest_in,
+                                temp_allocator& alloc, cudaStream_t stream) {
+  using S = state_t<Op>;
+  constexpr int K = channel_block_warps, STAGES = channel_block_stages;
+  using layout = channel_block_layout<K, STAGES, Op, Pack>;
+  if constexpr (!layout::staging::used || sizeof(S) % 4 != 0) {
+    return false;
+  } else {
+    const auto kernel = channel_block_lookback_kernel<K, STAGES, Op, Pack, Outs>;
+    static std::atomic<int> fits[64] = {}, allowed[64] = {};
+    if (groups == 0 || groups >= std::numeric_limits<int>::max() || !fits_shared_memory(fits, kernel, layout::bytes))
+      return false;
+    const channel_block_tables tables = channel_block_tables::of(groups, layout::tile_rows, K, [&](index_t g) {
+      return longest_in(g * warp_threads, std::min(a.count, (g + 1) * warp_threads));
+    });
+    const index_t slots = tables.first.back(), blocks = index_t(tables.order.size());
+    if (slots >= std::numeric_limits<int>::max()) return false;
+    // One copy of both tables (pageable memory: the call returns once they are copied out).
+    const std::vector<unsigned char> bytes = tables.bytes();
+    detail::temp_buffer device_tables(alloc, stream, bytes.size());
+    detail::cuda_check(
+        cudaMemcpyAsync(device_tables.as<void>(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream),
+        "parascan channel tile list");
+    using status_t = channel_tile_status<S>;
+    detail::temp_buffer memory(alloc, stream, status_t::bytes(slots));
+    detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, status_t::level_bytes(slots), stream),
+                       "parascan look-back status");
+    a.first_item = device_tables.as<index_t>();
+    allow_dynamic_shared(allowed, kernel, int(layout::bytes));
+    if (log_plans())
+      std::fprintf(stderr,
+                   "parascan: skewed channel batch in one pass: %lld blocks of %d warps (tiles of %lld steps; %lld "
+                   "groups of one tile, a warp each)\n",
+                   static_cast<long long>(blocks), K, static_cast<long long>(layout::tile_rows),
+                   static_cast<long long>(std::count_if(tables.shorts.begin(), tables.shorts.end(),
+                                                        [](int g) { return g >= 0; })));
+    unsigned char* const base = device_tables.as<unsigned char>();
+    kernel<<<unsigned(blocks), K * warp_threads, layout::bytes, stream>>>(
+        a, status_t::in(memory.as<void>(), slots),
+        reinterpret_cast<const channel_block_tile*>(base + tables.order_offset()),
+        reinterpret_cast<const int*>(base + tables.shorts_offset()));
+    detail::check_launch("parascan channel_block_lookback_kernel");
+    channel_block_launches().fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+}
+
+}  // namespace parascan::engine
