@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "policy.hpp"
@@ -203,6 +206,64 @@ constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shap
 constexpr bool runs_channel_block_tiles(const scan_plan& plan) {
   return plan.group == group_kind::channel && plan.splits > 1 && plan.ragged;
 }
+
+/// Where block b of the launch works: tile `tile` of group `group`; or, where `tile` is -1, whole groups of
+/// one tile, a warp each: warp w takes group shorts[group + w] (none where that is -1).
+struct channel_block_tile {
+  int group, tile;
+};
+
+/// The blocks of a skewed channel batch's single pass (cuda/channel_block_lookback.cuh), from the longest
+/// sequence of each group of 32. Group g has the tiles of `tile_rows` steps its longest needs (at least
+/// one), its look-back slots first[g] .. first[g + 1] - 1. Groups of one tile run whole, a warp each,
+/// `warps` to a block, listed in `shorts` (padded with -1 to whole blocks). `order` is the launch order:
+/// round by round, tile j of every group that has one before any tile j + 1 (the resident tiles spread
+/// over the long groups), groups with more tiles first within a round, the blocks of one-tile groups at
+/// the end of round 0.
+struct channel_block_tables {
+  std::vector<index_t> first;
+  std::vector<channel_block_tile> order;
+  std::vector<int> shorts;
+
+  template <class Longest>
+  static channel_block_tables of(index_t groups, index_t tile_rows, int warps, const Longest& longest_of_group) {
+    channel_block_tables t;
+    t.first.assign(std::size_t(groups) + 1, 0);
+    std::vector<index_t> tiles(static_cast<std::size_t>(groups)), longs;
+    for (index_t g = 0; g < groups; ++g) {
+      tiles[std::size_t(g)] = std::max<index_t>(1, (longest_of_group(g) + tile_rows - 1) / tile_rows);
+      t.first[std::size_t(g) + 1] = t.first[std::size_t(g)] + tiles[std::size_t(g)];
+      if (tiles[std::size_t(g)] > 1)
+        longs.push_back(g);
+      else
+        t.shorts.push_back(int(g));
+    }
+    if (groups == 0 || t.first.back() >= std::numeric_limits<int>::max()) return t;  // the caller declines
+    std::stable_sort(longs.begin(), longs.end(),
+                     [&](index_t x, index_t y) { return tiles[std::size_t(x)] > tiles[std::size_t(y)]; });
+    const index_t rounds = longs.empty() ? 0 : tiles[std::size_t(longs[0])];
+    for (index_t j = 0; j < rounds; ++j) {
+      for (std::size_t i = 0; i < longs.size() && tiles[std::size_t(longs[i])] > j; ++i)
+        t.order.push_back({int(longs[i]), int(j)});
+      if (j == 0)
+        for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
+    }
+    if (rounds == 0)
+      for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
+    t.shorts.resize((t.shorts.size() + std::size_t(warps) - 1) / std::size_t(warps) * std::size_t(warps), -1);
+    return t;
+  }
+  std::size_t order_offset() const { return (first.size() * sizeof(index_t) + 15) / 16 * 16; }
+  std::size_t shorts_offset() const { return order_offset() + order.size() * sizeof(channel_block_tile); }
+  /// The three tables in one block of bytes (first, order, shorts), for one copy to the device.
+  std::vector<unsigned char> bytes() const {
+    std::vector<unsigned char> b(shorts_offset() + shorts.size() * sizeof(int));
+    std::memcpy(b.data(), first.data(), first.size() * sizeof(index_t));
+    std::memcpy(b.data() + order_offset(), order.data(), order.size() * sizeof(channel_block_tile));
+    std::memcpy(b.data() + shorts_offset(), shorts.data(), shorts.size() * sizeof(int));
+    return b;
+  }
+};
 
 /// Whether a batch planned for channel groups runs them whole, a block of `warps` warps each, the warps
 /// splitting every tile of `tile` steps (cuda/channel_slices.cuh), rather than a warp each (or split in

@@ -6,7 +6,10 @@
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/plan.hpp>
 
+#include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -179,6 +182,43 @@ TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-b
   const batch_shape recurrence{2 * 96, 200003, true};
   CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, recurrence, h200_sms, 8), recurrence,
                                      tile));
+}
+
+TEST_CASE("plan: a skewed batch's single pass, its tile list (tiles round by round, one-tile groups a warp each)") {
+  // Groups' longest sequences: 600, 10, 0, 257, 256, 1000 steps; tiles of 256 steps, blocks of 4 warps.
+  const std::vector<index_t> longest{600, 10, 0, 257, 256, 1000};
+  const auto t = parascan::channel_block_tables::of(index_t(longest.size()), 256, 4,
+                                                     [&](index_t g) { return longest[std::size_t(g)]; });
+  CHECK(t.first == std::vector<index_t>{0, 3, 4, 5, 7, 8, 12});  // 3, 1, 1, 2, 1, 4 tiles: look-back slots
+  CHECK(t.shorts == std::vector<int>{1, 2, 4, -1});               // one-tile groups, padded to a block of 4
+  // Round 0: every long group's first tile (most tiles first), then the one-tile groups' block; then
+  // round by round, tile j of every group that has it.
+  const std::vector<std::pair<int, int>> expected{{5, 0}, {0, 0}, {3, 0}, {0, -1}, {5, 1}, {0, 1},
+                                                  {3, 1}, {5, 2}, {0, 2}, {5, 3}};
+  REQUIRE(t.order.size() == expected.size());
+  for (std::size_t b = 0; b < expected.size(); ++b) {
+    INFO("block " << b);
+    CHECK(t.order[b].group == expected[b].first);
+    CHECK(t.order[b].tile == expected[b].second);
+  }
+  // One block of bytes for the device: first, then order and shorts, 16-byte aligned where order starts.
+  const std::vector<unsigned char> bytes = t.bytes();
+  CHECK(t.order_offset() == 64);  // 7 slots of 8 bytes, rounded up
+  CHECK(bytes.size() == t.shorts_offset() + 4 * sizeof(int));
+  parascan::channel_block_tile third{};
+  std::memcpy(&third, bytes.data() + t.order_offset() + 2 * sizeof(third), sizeof(third));
+  CHECK(third.group == 3);
+  int last_short = 0;
+  std::memcpy(&last_short, bytes.data() + t.shorts_offset() + 3 * sizeof(int), sizeof(int));
+  CHECK(last_short == -1);
+  // Only one-tile groups: one block of them; only long ones: no short block.
+  const auto all_short = parascan::channel_block_tables::of(5, 256, 4, [](index_t) { return index_t(7); });
+  CHECK(all_short.order.size() == 2);
+  CHECK(all_short.order[1].group == 4);
+  CHECK(all_short.order[1].tile == -1);
+  const auto all_long = parascan::channel_block_tables::of(2, 256, 4, [](index_t) { return index_t(513); });
+  CHECK(all_long.order.size() == 6);
+  CHECK(all_long.shorts.empty());
 }
 
 TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run blocks of warps splitting time") {

@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -38,60 +37,6 @@ namespace parascan::engine {
 /// Warps and stages of rows a warp of a skewed batch's block tile (256 rows of fp32 pairs, 64 KiB).
 constexpr int channel_block_warps = 8;
 constexpr int channel_block_stages = 2;
-
-/// Where block b of the launch works: tile `tile` of group `group`; or, where `tile` is -1, whole groups of
-/// one tile, a warp each: warp w takes group shorts[group + w] (none where that is -1).
-struct channel_block_tile {
-  int group, tile;
-};
-
-/// A skewed batch's tiles, built on the host. Group g has the tiles its longest sequence needs, its status
-/// slots first[g] .. first[g + 1] - 1. Groups of one tile run whole, a warp each, K to a block, listed in
-/// `shorts` (padded with -1 to whole blocks). `order` is the launch order (above).
-struct channel_block_tables {
-  std::vector<index_t> first;
-  std::vector<channel_block_tile> order;
-  std::vector<int> shorts;
-
-  template <class Longest>
-  static channel_block_tables of(index_t groups, index_t tile_rows, int warps, const Longest& longest_of_group) {
-    channel_block_tables t;
-    t.first.assign(std::size_t(groups) + 1, 0);
-    std::vector<index_t> tiles(static_cast<std::size_t>(groups)), longs;
-    for (index_t g = 0; g < groups; ++g) {
-      tiles[std::size_t(g)] = std::max<index_t>(1, (longest_of_group(g) + tile_rows - 1) / tile_rows);
-      t.first[std::size_t(g) + 1] = t.first[std::size_t(g)] + tiles[std::size_t(g)];
-      if (tiles[std::size_t(g)] > 1)
-        longs.push_back(g);
-      else
-        t.shorts.push_back(int(g));
-    }
-    if (groups == 0 || t.first.back() >= std::numeric_limits<int>::max()) return t;  // the caller declines
-    std::stable_sort(longs.begin(), longs.end(),
-                     [&](index_t x, index_t y) { return tiles[std::size_t(x)] > tiles[std::size_t(y)]; });
-    const index_t rounds = longs.empty() ? 0 : tiles[std::size_t(longs[0])];
-    for (index_t j = 0; j < rounds; ++j) {
-      for (std::size_t i = 0; i < longs.size() && tiles[std::size_t(longs[i])] > j; ++i)
-        t.order.push_back({int(longs[i]), int(j)});
-      if (j == 0)
-        for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
-    }
-    if (rounds == 0)
-      for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
-    t.shorts.resize((t.shorts.size() + std::size_t(warps) - 1) / std::size_t(warps) * std::size_t(warps), -1);
-    return t;
-  }
-  std::size_t order_offset() const { return (first.size() * sizeof(index_t) + 15) / 16 * 16; }
-  std::size_t shorts_offset() const { return order_offset() + order.size() * sizeof(channel_block_tile); }
-  /// The three tables in one block of bytes (first, order, shorts), for one copy to the device.
-  std::vector<unsigned char> bytes() const {
-    std::vector<unsigned char> b(shorts_offset() + shorts.size() * sizeof(int));
-    std::memcpy(b.data(), first.data(), first.size() * sizeof(index_t));
-    std::memcpy(b.data() + order_offset(), order.data(), order.size() * sizeof(channel_block_tile));
-    std::memcpy(b.data() + shorts_offset(), shorts.data(), shorts.size() * sizeof(int));
-    return b;
-  }
-};
 
 /// Dynamic shared memory of a block tile: each warp's stages, then the K warps' totals and the carry
 /// before the tile (32 lanes each).
