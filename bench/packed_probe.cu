@@ -1,23 +1,38 @@
-// The skewed packed batch of the bench (4 sequences of 2^18 rows among 4000 of 1..64, D = 64, fp32 linear
-// recurrence) through parascan::linear_recurrence: a call alone (median of 21, an event recorded before
-// it), calls back to back, the copy floor of its bytes, and one channel of every sequence against a
-// double-precision loop. PARASCAN_SINGLE_PASS=0 in the environment runs reduce-then-scan instead of the
-// single pass (channel_block_lookback.cuh), for an A/B in separate processes.
+// A skewed packed batch alone (by default the bench's: 4 sequences of 2^18 rows among 4000 of 1..64, D =
+// 64, fp32 linear recurrence) through parascan::linear_recurrence: a call alone (median of 21, an event
+// recorded before it), calls back to back, the copy floor of its bytes (a device-to-device copy of the same
+// bytes read and written), and results against a double-precision loop. PARASCAN_SINGLE_PASS=0 in the
+// environment runs reduce-then-scan instead of the single pass (channel_block_lookback.cuh), for an A/B in
+// separate processes.
+//
+// Usage: parascan_packed_probe [SHORT LONG LONG_ROWS [--check]]: SHORT sequences of 1..64 rows with LONG
+// of LONG_ROWS rows among them; --check: one call and every channel checked, no timing (small enough for
+// compute-sanitizer). Exit status 1 where a result is off.
 #include <parascan/cuda.cuh>
 #include <parascan/ops/linear_recurrence.hpp>
-#include <cstdio>
-#include <random>
-#include <vector>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
 using index_t = parascan::index_t;
+
 int main(int argc, char** argv) {
   const index_t D = 64;
+  const index_t short_count = argc > 3 ? std::atoll(argv[1]) : 4000, long_count = argc > 3 ? std::atoll(argv[2]) : 4,
+                long_rows = argc > 3 ? std::atoll(argv[3]) : index_t(1) << 18;
+  const bool check_only = argc > 4 && std::strcmp(argv[4], "--check") == 0;
   std::mt19937_64 g(12);
   std::uniform_int_distribution<index_t> len(1, 64);
   std::vector<index_t> off = {0};
-  for (index_t i = 0; i < 4000; ++i) {
-    if (i % 1000 == 500) off.push_back(off.back() + (1 << 18));
+  const index_t every = std::max<index_t>(1, short_count / std::max<index_t>(long_count, 1));
+  for (index_t i = 0; i < short_count; ++i) {
+    if (i % every == every / 2 && i / every < long_count) off.push_back(off.back() + long_rows);
     off.push_back(off.back() + len(g));
   }
   const index_t N = index_t(off.size()) - 1, total = off.back(), n = total * D;
@@ -26,7 +41,9 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> ua(0.9f, 1.0f), ub(-1, 1);
   for (index_t i = 0; i < n; ++i) ha[i] = ua(r), hb[i] = ub(r);
   float *a, *b, *x;
-  cudaMalloc(&a, n * 4); cudaMalloc(&b, n * 4); cudaMalloc(&x, n * 4);
+  cudaMalloc(&a, n * 4);
+  cudaMalloc(&b, n * 4);
+  cudaMalloc(&x, n * 4);
   cudaMemcpy(a, ha.data(), n * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(b, hb.data(), n * 4, cudaMemcpyHostToDevice);
   parascan::cuda exec{};
@@ -35,11 +52,7 @@ int main(int argc, char** argv) {
   cudaDeviceGetDefaultMemPool(&pool, 0);
   unsigned long long keep = ~0ull;
   cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-  void *copy_src, *copy_dst;
-  cudaMalloc(&copy_src, n * 6);
-  cudaMalloc(&copy_dst, n * 6);
-  cudaMemset(copy_src, 0, n * 6);
-  auto call = [&] {
+  const auto call = [&] {
     parascan::linear_recurrence(exec, parascan::packed_td<const float>(a, off.data(), N, D),
                                 parascan::packed_td<const float>(b, off.data(), N, D),
                                 parascan::packed_td(x, off.data(), N, D));
@@ -47,50 +60,58 @@ int main(int argc, char** argv) {
   call();
   cudaDeviceSynchronize();
   cudaMemcpy(hx.data(), x, n * 4, cudaMemcpyDeviceToHost);
-  double worst = 0;
-  for (index_t q = 0; q < N; q += 1) {
-    const index_t c = q % D;
-    double s = 0;
-    for (index_t t = off[q]; t < off[q + 1]; ++t) {
-      s = ha[t * D + c] * s + hb[t * D + c];
-      worst = std::max(worst, std::abs(hx[t * D + c] - s) / (1 + std::abs(s)));
+  double worst = 0;  // every channel with --check, else one a sequence
+  for (index_t q = 0; q < N; ++q)
+    for (index_t c = check_only ? 0 : q % D; c < (check_only ? D : q % D + 1); ++c) {
+      double s = 0;
+      for (index_t t = off[q]; t < off[q + 1]; ++t) {
+        s = ha[t * D + c] * s + hb[t * D + c];
+        const double e = std::abs(hx[t * D + c] - s) / (1 + std::abs(s));
+        worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+      }
     }
-  }
+  const bool ok = worst <= 1e-6 * (8 + 2 * std::sqrt(double(long_rows)));
+  std::printf("%lld sequences, %lld rows, D = %lld: worst relative error %.2e (%s), %s\n", (long long)N,
+              (long long)total, (long long)D, worst, ok ? "ok" : "FAILED", cudaGetErrorString(cudaGetLastError()));
+  if (check_only) return ok ? 0 : 1;
+
+  void *copy_src, *copy_dst;
+  cudaMalloc(&copy_src, n * 6);
+  cudaMalloc(&copy_dst, n * 6);
+  cudaMemset(copy_src, 0, n * 6);
   cudaEvent_t e0, e1;
-  cudaEventCreate(&e0); cudaEventCreate(&e1);
-  const auto time = [&](auto&& f) {
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  const auto median_ms = [&](auto&& f) {
     std::vector<float> t;
     for (int rep = 0; rep < 21; ++rep) {
       cudaEventRecord(e0);
       f();
       cudaEventRecord(e1);
       cudaEventSynchronize(e1);
-      float ms; cudaEventElapsedTime(&ms, e0, e1);
+      float ms;
+      cudaEventElapsedTime(&ms, e0, e1);
       t.push_back(ms);
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
-  // The copy floor: a device-to-device copy moving the same bytes (n * 6 read, n * 6 written).
-  const float copy = time([&] { cudaMemcpyAsync(copy_dst, copy_src, n * 6, cudaMemcpyDeviceToDevice); });
-  const float best = time(call);
-  {  // back to back: the host's time a call (checks, tables, copies) against the device's
-    cudaDeviceSynchronize();
-    const auto h0 = std::chrono::steady_clock::now();
-    cudaEventRecord(e0);
-    for (int rep = 0; rep < 20; ++rep) call();
-    const auto h1 = std::chrono::steady_clock::now();
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    const auto h2 = std::chrono::steady_clock::now();
-    float ms; cudaEventElapsedTime(&ms, e0, e1);
-    std::printf("back to back: host %.3f ms a call to return, %.3f ms a call in all, events %.3f ms a call; ",
-                std::chrono::duration<double, std::milli>(h1 - h0).count() / 20,
-                std::chrono::duration<double, std::milli>(h2 - h0).count() / 20, ms / 20);
-  }
-  std::printf("copy floor %.3f ms; ", copy);
-  std::printf("%.1f%% of copy; ", 100.0 * copy / best);
-  const double bytes = double(n) * 12;
-  std::printf("skewed packed: %lld rows, %.3f ms median of 21, %.0f GB/s, worst rel err %.2e, error %s\n",
-              (long long)total, best, bytes / best / 1e6, worst, cudaGetErrorString(cudaGetLastError()));
+  const float copy = median_ms([&] { cudaMemcpyAsync(copy_dst, copy_src, n * 6, cudaMemcpyDeviceToDevice); });
+  const float alone = median_ms(call);
+  // Back to back: the host's time a call (checks, tables, copies) against the device's.
+  cudaDeviceSynchronize();
+  const auto h0 = std::chrono::steady_clock::now();
+  cudaEventRecord(e0);
+  for (int rep = 0; rep < 20; ++rep) call();
+  const auto h1 = std::chrono::steady_clock::now();
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float back_to_back;
+  cudaEventElapsedTime(&back_to_back, e0, e1);
+  back_to_back /= 20;
+  std::printf("copy floor %.3f ms; a call alone %.3f ms (%.1f%% of copy); back to back %.3f ms a call (%.1f%%), "
+              "the host %.3f ms a call to return; %s\n",
+              copy, alone, 100.0 * copy / alone, back_to_back, 100.0 * copy / back_to_back,
+              std::chrono::duration<double, std::milli>(h1 - h0).count() / 20, cudaGetErrorString(cudaGetLastError()));
+  return ok ? 0 : 1;
 }

@@ -13,7 +13,9 @@
 // + 276 us; calls back to back 0.318 against 0.472 ms a call (70 / 47% of copy); a call alone, timed from
 // an event recorded before it, 0.53 against 0.60 ms (its host side, the tile list built and copied from
 // pageable memory, which waits for the stream, is not hidden there). K x STAGES of 8 x 2 (64 KiB) and 16 x
-// 2 read alike, 4 x 2 and 4 x 4 slower; the same kernel without its look-back (wrong results) read 0.50-0.63
+// 2 read alike, 4 x 2 and 4 x 4 slower; back to back, 8 x 3 (two blocks a multiprocessor) and 12 x 2 read
+// 0.300-0.305 ms a call where 8 x 2 read 0.312-0.318 and 6 x 2 (four blocks) 0.381-0.385 (one process
+// each, two rounds): within 4%, not worth a configuration the GPU tests have not run; the same kernel without its look-back (wrong results) read 0.50-0.63
 // against 0.55-0.67 ms a call alone, so the look-back costs about a tenth at most. A block of K warps for
 // each of the 8000 short groups too (one warp of rows each) read 0.73-0.86 ms against the three passes'
 // 0.63-0.65.
