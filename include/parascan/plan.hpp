@@ -207,16 +207,17 @@ constexpr bool runs_channel_block_tiles(const scan_plan& plan) {
   return plan.group == group_kind::channel && plan.splits > 1 && plan.ragged;
 }
 
-/// Where block b of the launch works: tile `tile` of group `group`; or, where `tile` is -1, whole groups of
-/// one tile, a warp each: warp w takes group shorts[group + w] (none where that is -1).
+/// Where block b of the launch works.
 struct channel_block_tile {
-  int group, tile;
+  int group;  // the group whose tile it is; where `tile` is -1, where the block's groups start in `shorts`
+  int tile;   // which of the group's tiles; -1: whole groups of one tile, warp w group shorts[group + w]
 };
 
 /// The blocks of a skewed channel batch's single pass (cuda/channel_block_lookback.cuh), from the longest
 /// sequence of each group of 32. Group g has the tiles of `tile_rows` steps its longest needs (at least
-/// one), its look-back slots first[g] .. first[g + 1] - 1. Groups of one tile run whole, a warp each,
-/// `warps` to a block, listed in `shorts` (padded with -1 to whole blocks). `order` is the launch order:
+/// one); a group of more than one has the look-back slots first[g] .. first[g + 1] - 1. Groups of one tile
+/// run whole (no look-back, no slot), a warp each, `warps` to a block, listed in `shorts` (padded with -1
+/// to whole blocks). `order` is the launch order:
 /// round by round, tile j of every group that has one before any tile j + 1 (the resident tiles spread
 /// over the long groups), groups with more tiles first within a round, the blocks of one-tile groups at
 /// the end of round 0.
@@ -232,11 +233,12 @@ struct channel_block_tables {
     std::vector<index_t> tiles(static_cast<std::size_t>(groups)), longs;
     for (index_t g = 0; g < groups; ++g) {
       tiles[std::size_t(g)] = std::max<index_t>(1, (longest_of_group(g) + tile_rows - 1) / tile_rows);
-      t.first[std::size_t(g) + 1] = t.first[std::size_t(g)] + tiles[std::size_t(g)];
-      if (tiles[std::size_t(g)] > 1)
-        longs.push_back(g);
-      else
+      const bool whole = tiles[std::size_t(g)] == 1;
+      t.first[std::size_t(g) + 1] = t.first[std::size_t(g)] + (whole ? 0 : tiles[std::size_t(g)]);
+      if (whole)
         t.shorts.push_back(int(g));
+      else
+        longs.push_back(g);
     }
     if (groups == 0 || t.first.back() >= std::numeric_limits<int>::max()) return t;  // the caller declines
     std::stable_sort(longs.begin(), longs.end(),

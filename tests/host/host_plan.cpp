@@ -189,7 +189,7 @@ TEST_CASE("plan: a skewed batch's single pass, its tile list (tiles round by rou
   const std::vector<index_t> longest{600, 10, 0, 257, 256, 1000};
   const auto t = parascan::channel_block_tables::of(index_t(longest.size()), 256, 4,
                                                      [&](index_t g) { return longest[std::size_t(g)]; });
-  CHECK(t.first == std::vector<index_t>{0, 3, 4, 5, 7, 8, 12});  // 3, 1, 1, 2, 1, 4 tiles: look-back slots
+  CHECK(t.first == std::vector<index_t>{0, 3, 3, 3, 5, 5, 9});  // 3, 1, 1, 2, 1, 4 tiles: slots of the long
   CHECK(t.shorts == std::vector<int>{1, 2, 4, -1});               // one-tile groups, padded to a block of 4
   // Round 0: every long group's first tile (most tiles first), then the one-tile groups' block; then
   // round by round, tile j of every group that has it.
@@ -203,7 +203,7 @@ TEST_CASE("plan: a skewed batch's single pass, its tile list (tiles round by rou
   }
   // One block of bytes for the device: first, then order and shorts, 16-byte aligned where order starts.
   const std::vector<unsigned char> bytes = t.bytes();
-  CHECK(t.order_offset() == 64);  // 7 slots of 8 bytes, rounded up
+  CHECK(t.order_offset() == 64);  // 7 entries of 8 bytes, rounded up
   CHECK(bytes.size() == t.shorts_offset() + 4 * sizeof(int));
   parascan::channel_block_tile third{};
   std::memcpy(&third, bytes.data() + t.order_offset() + 2 * sizeof(third), sizeof(third));
@@ -214,6 +214,7 @@ TEST_CASE("plan: a skewed batch's single pass, its tile list (tiles round by rou
   // Only one-tile groups: one block of them; only long ones: no short block.
   const auto all_short = parascan::channel_block_tables::of(5, 256, 4, [](index_t) { return index_t(7); });
   CHECK(all_short.order.size() == 2);
+  CHECK(all_short.first.back() == 0);  // no look-back slots
   CHECK(all_short.order[1].group == 4);
   CHECK(all_short.order[1].tile == -1);
   const auto all_long = parascan::channel_block_tables::of(2, 256, 4, [](index_t) { return index_t(513); });

@@ -15,8 +15,9 @@
 // pageable memory, which waits for the stream, is not hidden there). K x STAGES of 8 x 2 (64 KiB) and 16 x
 // 2 read alike, 4 x 2 and 4 x 4 slower; back to back, 8 x 3 (two blocks a multiprocessor) and 12 x 2 read
 // 0.300-0.305 ms a call where 8 x 2 read 0.312-0.318 and 6 x 2 (four blocks) 0.381-0.385 (one process
-// each, two rounds): within 4%, not worth a configuration the GPU tests have not run; the same kernel without its look-back (wrong results) read 0.50-0.63
-// against 0.55-0.67 ms a call alone, so the look-back costs about a tenth at most. A block of K warps for
+// each, two rounds): within 4%, not worth a configuration the GPU tests have not run. The same kernel
+// without its look-back (wrong results) read 0.50-0.63 against 0.55-0.67 ms a call alone, so the look-back
+// costs about a tenth at most. A block of K warps for
 // each of the 8000 short groups too (one warp of rows each) read 0.73-0.86 ms against the three passes'
 // 0.63-0.65.
 //
@@ -123,8 +124,8 @@ __global__ void __launch_bounds__(K * warp_threads)
       if (w < warp) before = op(before, totals[w * warp_threads + lane]);
     return before;
   };
-  scan_channel_tile<STAGES>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end, a.reverse, a.exclusive,
-                            carry_of);
+  scan_channel_tile<STAGES>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end,
+                            a.reverse, a.exclusive, carry_of);
 }
 
 /// The prefix scan of a skewed channel batch (dispatch asks plan.hpp's runs_channel_block_tiles first) in
@@ -149,15 +150,16 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
     const index_t slots = tables.first.back(), blocks = index_t(tables.order.size());
     if (slots >= std::numeric_limits<int>::max()) return false;
     // One copy of both tables (pageable memory: the call returns once they are copied out).
-    const std::vector<unsigned char> bytes = tables.bytes();
-    detail::temp_buffer device_tables(alloc, stream, bytes.size());
-    detail::cuda_check(
-        cudaMemcpyAsync(device_tables.as<void>(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream),
-        "parascan channel tile list");
+    const std::vector<unsigned char> table_bytes = tables.bytes();
+    detail::temp_buffer device_tables(alloc, stream, table_bytes.size());
+    detail::cuda_check(cudaMemcpyAsync(device_tables.as<void>(), table_bytes.data(), table_bytes.size(),
+                                       cudaMemcpyHostToDevice, stream),
+                       "parascan channel tile list");
     using status_t = channel_tile_status<S>;
     detail::temp_buffer memory(alloc, stream, status_t::bytes(slots));
-    detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, status_t::level_bytes(slots), stream),
-                       "parascan look-back status");
+    if (slots > 0)  // none where every group is of one tile (2-byte inputs' tiles hold 512 steps)
+      detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, status_t::level_bytes(slots), stream),
+                         "parascan look-back status");
     a.first_item = device_tables.as<index_t>();
     allow_dynamic_shared(allowed, kernel, int(layout::bytes));
     if (log_plans())
