@@ -209,18 +209,17 @@ constexpr bool runs_channel_block_tiles(const scan_plan& plan) {
 
 /// Where block b of the launch works.
 struct channel_block_tile {
-  int group;  // the group whose tile it is; where `tile` is -1, where the block's groups start in `shorts`
-  int tile;   // which of the group's tiles; -1: whole groups of one tile, warp w group shorts[group + w]
+  int group;  // the group whose tile this is; for tile -1, the block's first entry in `shorts`
+  int tile;   // which of the group's tiles; -1: whole groups of one tile, warp w the group shorts[group + w]
 };
 
 /// The blocks of a skewed channel batch's single pass (cuda/channel_block_lookback.cuh), from the longest
 /// sequence of each group of 32. Group g has the tiles of `tile_rows` steps its longest needs (at least
 /// one); a group of more than one has the look-back slots first[g] .. first[g + 1] - 1. Groups of one tile
 /// run whole (no look-back, no slot), a warp each, `warps` to a block, listed in `shorts` (padded with -1
-/// to whole blocks). `order` is the launch order:
-/// round by round, tile j of every group that has one before any tile j + 1 (the resident tiles spread
-/// over the long groups), groups with more tiles first within a round, the blocks of one-tile groups at
-/// the end of round 0.
+/// to whole blocks). `order` is the launch order: round by round, tile j of every group that has one
+/// before any tile j + 1 (the resident tiles spread over the long groups), groups with more tiles first
+/// within a round, the blocks of one-tile groups at the end of round 0.
 struct channel_block_tables {
   std::vector<index_t> first;
   std::vector<channel_block_tile> order;

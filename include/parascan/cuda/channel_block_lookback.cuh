@@ -17,9 +17,8 @@
 // 0.300-0.305 ms a call where 8 x 2 read 0.312-0.318 and 6 x 2 (four blocks) 0.381-0.385 (one process
 // each, two rounds): within 4%, not worth a configuration the GPU tests have not run. The same kernel
 // without its look-back (wrong results) read 0.50-0.63 against 0.55-0.67 ms a call alone, so the look-back
-// costs about a tenth at most. A block of K warps for
-// each of the 8000 short groups too (one warp of rows each) read 0.73-0.86 ms against the three passes'
-// 0.63-0.65.
+// costs about a tenth at most. A block of K warps for each of the 8000 short groups too (one warp of rows
+// each) read 0.73-0.86 ms against the three passes' 0.63-0.65.
 //
 // Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
 // over the long groups), longer groups first within a round, the blocks of short groups at the end of
@@ -37,7 +36,7 @@
 
 namespace parascan::engine {
 
-/// Warps and stages of rows a warp of a skewed batch's block tile (256 rows of fp32 pairs, 64 KiB).
+/// Warps of a skewed batch's block tile, and stages of rows a warp (256 rows of fp32 pairs, 64 KiB).
 constexpr int channel_block_warps = 8;
 constexpr int channel_block_stages = 2;
 
@@ -148,8 +147,8 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
       return longest_in(g * warp_threads, std::min(a.count, (g + 1) * warp_threads));
     });
     const index_t slots = tables.first.back(), blocks = index_t(tables.order.size());
-    if (slots >= std::numeric_limits<int>::max()) return false;
-    // One copy of both tables (pageable memory: the call returns once they are copied out).
+    if (slots >= std::numeric_limits<int>::max() || blocks >= std::numeric_limits<int>::max()) return false;
+    // One copy of the three tables (pageable memory: the call returns once they are copied out).
     const std::vector<unsigned char> table_bytes = tables.bytes();
     detail::temp_buffer device_tables(alloc, stream, table_bytes.size());
     detail::cuda_check(cudaMemcpyAsync(device_tables.as<void>(), table_bytes.data(), table_bytes.size(),
