@@ -20,6 +20,8 @@
 #include <random>
 #include <vector>
 
+#include "event_timer.cuh"
+
 using index_t = parascan::index_t;
 
 int main(int argc, char** argv) {
@@ -79,25 +81,14 @@ int main(int argc, char** argv) {
   cudaMalloc(&copy_src, n * 6);
   cudaMalloc(&copy_dst, n * 6);
   cudaMemset(copy_src, 0, n * 6);
+  const auto median_ms = [](auto&& f) {
+    return bench::median_event_ms(f, 21, 0, [](int) {}, bench::check_or_exit);
+  };
+  const double copy = median_ms([&] { cudaMemcpyAsync(copy_dst, copy_src, n * 6, cudaMemcpyDeviceToDevice); });
+  const double alone = median_ms(call);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  const auto median_ms = [&](auto&& f) {
-    std::vector<float> t;
-    for (int rep = 0; rep < 21; ++rep) {
-      cudaEventRecord(e0);
-      f();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  };
-  const float copy = median_ms([&] { cudaMemcpyAsync(copy_dst, copy_src, n * 6, cudaMemcpyDeviceToDevice); });
-  const float alone = median_ms(call);
   // Back to back: the host's time a call (checks, tables, copies) against the device's.
   cudaDeviceSynchronize();
   const auto h0 = std::chrono::steady_clock::now();

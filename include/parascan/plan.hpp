@@ -242,15 +242,13 @@ struct channel_block_tables {
     if (groups == 0 || t.first.back() >= std::numeric_limits<int>::max()) return t;  // the caller declines
     std::stable_sort(longs.begin(), longs.end(),
                      [&](index_t x, index_t y) { return tiles[std::size_t(x)] > tiles[std::size_t(y)]; });
-    const index_t rounds = longs.empty() ? 0 : tiles[std::size_t(longs[0])];
+    const index_t rounds = longs.empty() ? 1 : tiles[std::size_t(longs[0])];  // round 0 holds the short blocks
     for (index_t j = 0; j < rounds; ++j) {
       for (std::size_t i = 0; i < longs.size() && tiles[std::size_t(longs[i])] > j; ++i)
         t.order.push_back({int(longs[i]), int(j)});
       if (j == 0)
         for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
     }
-    if (rounds == 0)
-      for (std::size_t i = 0; i < t.shorts.size(); i += std::size_t(warps)) t.order.push_back({int(i), -1});
     t.shorts.resize((t.shorts.size() + std::size_t(warps) - 1) / std::size_t(warps) * std::size_t(warps), -1);
     return t;
   }
