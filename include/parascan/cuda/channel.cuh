@@ -27,14 +27,14 @@ namespace parascan::engine {
 /// Steps a stage holds: about 4 KiB of inputs for the warp (16 steps of fp32 pairs, 32 of bf16 pairs,
 /// 8 of complex64 pairs), at least 4.
 template <class... T>
-constexpr int channel_rows() {
+PARASCAN_HD constexpr int channel_rows() {
   constexpr int step_bytes = 32 * (0 + ... + int(sizeof(input_element_t<T>)));
   return step_bytes * 4 >= 4096 ? 4 : 4096 / step_bytes;
 }
 
 /// Bytes of ROWS rows of elements of type T in a stage (16-byte aligned).
 template <int ROWS, class T>
-constexpr int rows_bytes() {
+PARASCAN_HD constexpr int rows_bytes() {
   return (ROWS * 32 * int(sizeof(T)) + 15) / 16 * 16;
 }
 

@@ -95,11 +95,11 @@ constexpr int neighbour_slot_bytes = 0;
 template <class T, class B>
 constexpr int neighbour_slot_bytes<shifted_tag<T, B>> = 16;
 template <int ITEMS, class Tag>
-constexpr int chunk_bytes() {
+PARASCAN_HD constexpr int chunk_bytes() {
   return chunk_layout<ITEMS, input_element_t<Tag>>::bytes + neighbour_slot_bytes<Tag>;
 }
 template <int ITEMS, class... Tag>
-constexpr int stage_bytes() {
+PARASCAN_HD constexpr int stage_bytes() {
   return (0 + ... + chunk_bytes<ITEMS, Tag>());
 }
 
