@@ -6,9 +6,9 @@
 // than the device runs, partial groups, lanes of different lengths, unaligned rows. All against an fp64
 // sequential reference, and bit-identical results from run to run (each look-back folds in a fixed order
 // whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
-// long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs), which
-// dispatch sends to the look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1
-// shows it).
+// long (256 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs and sums, x 24 for bf16 inputs;
+// one case takes tiles of 32 steps, a thousand windows of 32 tiles a sequence), which dispatch
+// sends to the look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -211,6 +211,40 @@ TEST_CASE("look-back: the same inputs give bit-identical outputs, run after run"
       first = y.host;
     else
       CHECK(std::memcmp(first.data(), y.host.data(), first.size() * sizeof(mat2)) == 0);
+  }
+}
+
+TEST_CASE("look-back: tiles of 32 steps, a thousand windows a sequence (deep walks back), bit-identical reruns") {
+  // One-warp blocks of one step a thread, many resident a multiprocessor: a tile often finds the state
+  // before its window not out yet and computes it from the windows before (lookback.cuh).
+  using base = parascan::default_policy<matmul2, parascan::arch::sm90>::type;
+  using tiny = parascan::single_pass_tiles<base, parascan::cuda_policy<32, 1, parascan::combine_variant::block, 16, 2>>;
+  for (const index_t count : {1, 2}) {
+    const index_t T = (1 << 20) + 3;
+    INFO(count << " sequence(s) of " << T);
+    const std::size_t n = std::size_t(count * T);
+    ptest::buffer<mat2> x(n), y(n);
+    ptest::fill(x, random_mat2);
+    std::vector<mat2> first;
+    for (int run = 0; run < 3; ++run) {
+      parascan::prefix_scan<tiny>(ptest::exec(), matmul2{}, view_of(x.data(), count, T, 0),
+                                  view_of(y.data(), count, T, 0));
+      y.download();
+      if (run == 0)
+        first = y.host;
+      else
+        CHECK(std::memcmp(first.data(), y.host.data(), first.size() * sizeof(mat2)) == 0);
+    }
+    ptest::error_meter err;
+    for (index_t s = 0; s < count; ++s) {
+      ref2 c{{1, 0, 0, 1}};
+      for (index_t t = 0; t < T; ++t) {
+        const std::size_t at = std::size_t(s * T + t);
+        c = times(x.host[at], c);
+        for (int i = 0; i < 4; ++i) err.add(first[at].v[i], c.v[i]);
+      }
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
   }
 }
 
