@@ -211,15 +211,15 @@ void sweep_single(const char* what, double bytes_per_step, bool cub, tag<Tiles>.
                                                                    parascan::single(b.p, long(n))),
                           parascan::single(reference.p, long(n)));
   }
-  const auto report = [&](const char* who, int threads, int items, int blocks, int stages, double ms) {
+  const auto report = [&](const char* who, int threads, int items, int blocks, double ms) {
     cudaMemsetAsync(worst.p, 0, sizeof(unsigned), 0);
     worst_difference<<<1024, 256>>>(y.p, reference.p, n, worst.p);
     unsigned bits = 0;
     check_or_exit(cudaMemcpy(&bits, worst.p, sizeof bits, cudaMemcpyDeviceToHost), "worst difference");
     float difference;
     std::memcpy(&difference, &bits, sizeof difference);
-    std::printf("%-10s single 2^28 %-8s threads %4d items %2d min_blocks %d stages %d: %8.4f ms %6.1f%% of copy%s (%.1e)\n",
-                what, who, threads, items, blocks, stages, ms, 100.0 * bytes_per_step * double(n) / ms / 1e6 / copy_gbs,
+    std::printf("%-10s single 2^28 %-8s threads %4d items %2d min_blocks %d: %8.4f ms %6.1f%% of copy%s (%.1e)\n", what,
+                who, threads, items, blocks, ms, 100.0 * bytes_per_step * double(n) / ms / 1e6 / copy_gbs,
                 difference <= 1e-3f ? "" : " FAIL", double(difference));
     std::fflush(stdout);
   };
@@ -233,7 +233,7 @@ void sweep_single(const char* what, double bytes_per_step, bool cub, tag<Tiles>.
       else
         parascan::prefix_scan<P>(parascan::cuda{}, Op{}, parascan::inputs(view(a.p), view(b.p)), view(y.p));
     });
-    report("parascan", T::threads, T::items, T::min_blocks, T::stages, ms);
+    report("parascan", T::threads, T::items, T::min_blocks, ms);
   };
   (one(Tiles{}), ...);
   if (cub) {
@@ -241,7 +241,7 @@ void sweep_single(const char* what, double bytes_per_step, bool cub, tag<Tiles>.
     cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, a.p, y.p, int(n));
     device_array<char> temp(temp_bytes);
     const double ms = median_ms([&] { cub::DeviceScan::InclusiveSum(temp.p, temp_bytes, a.p, y.p, int(n)); });
-    report("cub", 0, 0, 0, 0, ms);
+    report("cub", 0, 0, 0, ms);
   }
 }
 
@@ -494,18 +494,16 @@ int main() {
   // bench/results/h100-lookback-l2-prefetch-probe.log has a probe that also prefetched, into the L2, the
   // tile one or two waves of resident blocks ahead: fp32 sum 512 x 16@2 57.2 -> 61.5 / 51.2%, the fp32
   // recurrence 65.8 -> 51.9 / 50.9%; not kept).
-  // Since the pipelined look-back (resident blocks, STAGES tiles a block, aggregates out as inputs land):
-  // threads x items at min_blocks, stages.
-  for (int round = 0; round < 2; ++round) {
-    sweep_single<parascan::ops::linear_recurrence<float>>(
-        "fp32 pair", 12.0, false, tag<cuda_policy<256, 16, blk, 2, 3>>{}, tag<cuda_policy<256, 16, blk, 2, 2>>{},
-        tag<cuda_policy<512, 16, blk, 1, 3>>{}, tag<cuda_policy<512, 16, blk, 2, 2>>{},
-        tag<cuda_policy<256, 32, blk, 1, 3>>{});
-    sweep_single<parascan::ops::sum<float>>(
-        "fp32 sum", 8.0, true, tag<cuda_policy<256, 16, blk, 2, 3>>{}, tag<cuda_policy<256, 16, blk, 2, 2>>{},
-        tag<cuda_policy<512, 16, blk, 2, 3>>{}, tag<cuda_policy<256, 32, blk, 2, 3>>{},
-        tag<cuda_policy<512, 32, blk, 1, 3>>{});
-  }
+  sweep_single<parascan::ops::linear_recurrence<float>>(
+      "fp32 pair", 12.0, false, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
+      tag<cuda_policy<256, 16, blk, 3>>{}, tag<cuda_policy<512, 8, blk, 2>>{}, tag<cuda_policy<256, 8, blk, 4>>{},
+      tag<cuda_policy<128, 16, blk, 4>>{}, tag<cuda_policy<512, 16, blk, 1>>{}, tag<cuda_policy<256, 12, blk, 3>>{},
+      tag<cuda_policy<128, 24, blk, 6>>{}, tag<cuda_policy<128, 16, blk, 8>>{}, tag<cuda_policy<128, 12, blk, 10>>{});
+  sweep_single<parascan::ops::sum<float>>(
+      "fp32 sum", 8.0, true, tag<cuda_policy<512, 16, blk, 2>>{}, tag<cuda_policy<256, 16, blk, 3>>{},
+      tag<cuda_policy<256, 32, blk, 2>>{}, tag<cuda_policy<512, 8, blk, 3>>{}, tag<cuda_policy<256, 16, blk, 2>>{},
+      tag<cuda_policy<128, 32, blk, 4>>{}, tag<cuda_policy<256, 24, blk, 3>>{}, tag<cuda_policy<128, 24, blk, 8>>{},
+      tag<cuda_policy<128, 24, blk, 12>>{}, tag<cuda_policy<128, 24, blk, 16>>{}, tag<cuda_policy<128, 16, blk, 12>>{});
 #elif defined(SWEEP_MATRIX2)
   // The 2 x 2 prefix (issue 8's 72.5% at (16384, 1024), H100): Eigen's Matrix2f against a plain struct.
   using wide = parascan::sm90_tuning::wide_warps;

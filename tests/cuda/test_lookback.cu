@@ -6,9 +6,9 @@
 // than the device runs, partial groups, lanes of different lengths, unaligned rows. All against an fp64
 // sequential reference, and bit-identical results from run to run (each look-back folds in a fixed order
 // whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
-// long (256 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs and sums, x 24 for bf16 inputs;
-// one case takes tiles of 32 steps, a thousand windows of 32 tiles a sequence), which dispatch
-// sends to the look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it).
+// long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
+// takes tiles of 32 steps, about 32768 a sequence, so look-backs walk far), which dispatch sends to the
+// look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -214,9 +214,9 @@ TEST_CASE("look-back: the same inputs give bit-identical outputs, run after run"
   }
 }
 
-TEST_CASE("look-back: tiles of 32 steps, a thousand windows a sequence (deep walks back), bit-identical reruns") {
-  // One-warp blocks of one step a thread, many resident a multiprocessor: a tile often finds the state
-  // before its window not out yet and computes it from the windows before (lookback.cuh).
+TEST_CASE("look-back: tiles of 32 steps, 2^15 a sequence (look-backs over many windows), bit-identical reruns") {
+  // One-warp blocks of one step a thread, many resident a multiprocessor: a tile often finds no inclusive
+  // prefix near it and folds many windows of aggregates (lookback.cuh).
   using base = parascan::default_policy<matmul2, parascan::arch::sm90>::type;
   using tiny = parascan::single_pass_tiles<base, parascan::cuda_policy<32, 1, parascan::combine_variant::block, 16, 2>>;
   for (const index_t count : {1, 2}) {

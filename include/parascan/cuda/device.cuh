@@ -364,13 +364,12 @@ bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, c
 template <class Op, class Pack>
 constexpr index_t channel_slices_tile();
 
-/// The tiles of the look-back: the policy's (single_pass_tiles), else 256 threads of 16 steps (24 where
-/// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor, three stages a block
-/// (policy.hpp).
+/// The tiles of the look-back: the policy's (single_pass_tiles), else 512 threads of 16 steps (24 where
+/// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor (policy.hpp).
 template <class Policy, class Op, class Pack, class = void>
 struct lookback_tiles {
   static constexpr int items = sizeof(state_t<Op>) > 8 ? 8 : detail::narrowest_input_bytes<Pack>() <= 2 ? 24 : 16;
-  using type = cuda_policy<256, items, combine_variant::block, 2, 3>;
+  using type = cuda_policy<512, items, combine_variant::block, 2>;
 };
 template <class Policy, class Op, class Pack>
 struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_policy>> {
