@@ -5,9 +5,10 @@
 // environment runs reduce-then-scan instead of the single pass (channel_block_lookback.cuh), for an A/B in
 // separate processes.
 //
-// Usage: parascan_packed_probe [SHORT LONG LONG_ROWS [--check]]: SHORT sequences of 1..64 rows with LONG
-// of LONG_ROWS rows among them; --check: one call and every channel checked, no timing (small enough for
-// compute-sanitizer). Exit status 1 where a result is off.
+// Usage: parascan_packed_probe [SHORT LONG LONG_ROWS [--check | --host]]: SHORT sequences of 1..64 rows
+// with LONG of LONG_ROWS rows among them; --check: one call and every channel checked, no timing (small
+// enough for compute-sanitizer); --host: the host's time for a call and for its pieces (checks, tile
+// tables, copies, allocations, a launch), the device idle before each. Exit status 1 where a result is off.
 #include <parascan/cuda.cuh>
 #include <parascan/ops/linear_recurrence.hpp>
 
@@ -23,6 +24,22 @@
 #include "event_timer.cuh"
 
 using index_t = parascan::index_t;
+
+__global__ void bench_empty() {}
+
+/// The host's time for f() with the device idle before it, until f returns: the median of `runs`, in us.
+template <class F>
+double median_host_us(F&& f, int runs) {
+  std::vector<double> us;
+  for (int rep = 0; rep < runs; ++rep) {
+    cudaDeviceSynchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(us.begin(), us.begin() + runs / 2, us.end());
+  return us[std::size_t(runs / 2)];
+}
 
 int main(int argc, char** argv) {
   const index_t D = 64;
@@ -76,6 +93,47 @@ int main(int argc, char** argv) {
   std::printf("%lld sequences, %lld rows, D = %lld: worst relative error %.2e (%s), %s\n", (long long)N,
               (long long)total, (long long)D, worst, ok ? "ok" : "FAILED", cudaGetErrorString(cudaGetLastError()));
   if (check_only) return ok ? 0 : 1;
+  if (argc > 4 && std::strcmp(argv[4], "--host") == 0) {  // the pieces of a call's host time, device idle
+    const auto host_us = [](auto&& f) { return median_host_us(f, 41); };
+    std::vector<unsigned char> table(170 << 10), small(32 << 10);
+    void* dev = nullptr;
+    cudaMalloc(&dev, 170 << 10);
+    const auto a_view = parascan::packed_td<const float>(a, off.data(), N, D);
+    const auto x_view = parascan::packed_td(x, off.data(), N, D);
+    auto& alloc = parascan::detail::default_temp_allocator();
+    const index_t groups = (N * D + 31) / 32;
+    const auto longest_of = [&](index_t g) {
+      index_t l = 0;
+      for (index_t q = g * 32 / D; q <= ((g + 1) * 32 - 1) / D && q < N; ++q) l = std::max(l, off[q + 1] - off[q]);
+      return l;
+    };
+    std::printf("host us, device idle: whole call %.1f; cudaPointerGetAttributes host / device pointer %.2f / %.2f; "
+                "temp buffer (pool) %.2f; pageable copy 32 / 170 KiB %.1f / %.1f; staged offsets %.1f; argument "
+                "checks %.1f; launch of an empty kernel %.1f; tile tables kept / fresh %.1f / %.1f\n",
+                host_us(call), host_us([&] { parascan::detail::place_of(off.data()); }),
+                host_us([&] { parascan::detail::place_of(a); }),
+                host_us([&] { parascan::detail::temp_buffer t(alloc, nullptr, 170 << 10); }),
+                host_us([&] { cudaMemcpyAsync(dev, small.data(), small.size(), cudaMemcpyHostToDevice); }),
+                host_us([&] { cudaMemcpyAsync(dev, table.data(), table.size(), cudaMemcpyHostToDevice); }),
+                host_us([&] {
+                  parascan::detail::staged_offsets staged(alloc, nullptr);
+                  staged.stage(a_view, "a");
+                }),
+                host_us([&] {
+                  parascan::detail::check_scan_arguments(
+                      parascan::inputs(a_view, a_view), parascan::as_outputs(x_view),
+                      parascan::detail::span_of(static_cast<const float*>(nullptr), 0),
+                      parascan::detail::span_of(static_cast<float*>(nullptr), 0), "options.final");
+                }),
+                host_us([&] { bench_empty<<<1, 32>>>(); }), host_us([&] {
+                  static parascan::channel_block_tables kept;
+                  static std::vector<unsigned char> bytes;
+                  kept.build(groups, 256, 8, longest_of);
+                  kept.bytes_into(bytes);
+                }),
+                host_us([&] { (void)parascan::channel_block_tables::of(groups, 256, 8, longest_of).bytes(); }));
+    return 0;
+  }
 
   void *copy_src, *copy_dst;
   cudaMalloc(&copy_src, n * 6);
@@ -100,9 +158,11 @@ int main(int argc, char** argv) {
   float back_to_back;
   cudaEventElapsedTime(&back_to_back, e0, e1);
   back_to_back /= 20;
+  const double host_idle_ms = median_host_us(call, 21) / 1000;
   std::printf("copy floor %.3f ms; a call alone %.3f ms (%.1f%% of copy); back to back %.3f ms a call (%.1f%%), "
-              "the host %.3f ms a call to return; %s\n",
+              "the host %.3f ms a call to return (%.3f ms with the device idle); %s\n",
               copy, alone, 100.0 * copy / alone, back_to_back, 100.0 * copy / back_to_back,
-              std::chrono::duration<double, std::milli>(h1 - h0).count() / 20, cudaGetErrorString(cudaGetLastError()));
+              std::chrono::duration<double, std::milli>(h1 - h0).count() / 20, host_idle_ms,
+              cudaGetErrorString(cudaGetLastError()));
   return ok ? 0 : 1;
 }

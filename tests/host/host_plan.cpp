@@ -220,6 +220,18 @@ TEST_CASE("plan: a skewed batch's single pass, its tile list (tiles round by rou
   const auto all_long = parascan::channel_block_tables::of(2, 256, 4, [](index_t) { return index_t(513); });
   CHECK(all_long.order.size() == 6);
   CHECK(all_long.shorts.empty());
+  // Tables kept from call to call (as the CUDA backend keeps them) hold only the latest batch's.
+  parascan::channel_block_tables kept = all_short;
+  std::vector<unsigned char> kept_bytes(1000, 0xff);
+  kept.build(index_t(longest.size()), 256, 4, [&](index_t g) { return longest[std::size_t(g)]; });
+  kept.bytes_into(kept_bytes);
+  CHECK(kept.first == t.first);
+  CHECK(kept.shorts == t.shorts);
+  CHECK(kept_bytes == bytes);
+  kept.build(2, 256, 4, [](index_t) { return index_t(513); });
+  CHECK(kept.order.size() == 6);
+  CHECK(kept.shorts.empty());
+  CHECK(kept.first == all_long.first);
 }
 
 TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run blocks of warps splitting time") {
