@@ -102,10 +102,8 @@ int main(int argc, char** argv) {
     const auto x_view = parascan::packed_td(x, off.data(), N, D);
     auto& alloc = parascan::detail::default_temp_allocator();
     const index_t groups = (N * D + 31) / 32;
-    const auto longest_of = [&](index_t g) {
-      index_t l = 0;
-      for (index_t q = g * 32 / D; q <= ((g + 1) * 32 - 1) / D && q < N; ++q) l = std::max(l, off[q + 1] - off[q]);
-      return l;
+    const auto longest_of = [&](index_t g) {  // as dispatch asks (tiles of 256 rows, blocks of 8 warps below)
+      return parascan::detail::longest_in(x_view, g * 32, std::min(N * D, (g + 1) * 32));
     };
     std::printf("host us, device idle: whole call %.1f; cudaPointerGetAttributes host / device pointer %.2f / %.2f; "
                 "temp buffer (pool) %.2f; pageable copy 32 / 170 KiB %.1f / %.1f; staged offsets %.1f; argument "
@@ -132,6 +130,7 @@ int main(int argc, char** argv) {
                   kept.bytes_into(bytes);
                 }),
                 host_us([&] { (void)parascan::channel_block_tables::of(groups, 256, 8, longest_of).bytes(); }));
+    cudaFree(dev);
     return 0;
   }
 

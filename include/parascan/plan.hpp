@@ -10,8 +10,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "config.hpp"
 #include "policy.hpp"
