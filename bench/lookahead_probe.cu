@@ -1,0 +1,437 @@
+// A probe, not wired into the engine (branch wip/lookahead-probe; NOT YET RUN ON A GPU): one long sequence
+// scanned in one pass by the look-ahead design of CCCL's newer scan (a description of it:
+// bench/results/cccl-lookahead-scan-study-2026-11-29.md), deterministic, for the fp32 sum and the fp32
+// linear recurrence, against parascan's block-a-tile look-back (cuda/lookback.cuh) and CUB's InclusiveSum
+// in the same run, as % of a device-to-device copy of the same bytes.
+//
+// Design (no code taken from CCCL):
+// - Persistent blocks of 1 + C warps. Tiles (C warps x 32 lanes x ITEMS steps) are taken in increasing
+//   order from a global counter, so a tile only ever waits on tiles already taken by running blocks.
+// - Warps 1..C (compute) keep STAGES tiles in a shared-memory ring (cp.async, 16 bytes a lane): at step k
+//   they issue the loads of tile k + STAGES - 1, reduce tile k + AHEAD and publish its aggregate at once
+//   (its own total, flagged words: lookback.cuh's publish), then wait for tile k's prefix, scan it and
+//   store it. Aggregates never wait on a prefix, so no block waits on another block's look-back.
+// - Warp 0 (look-ahead) keeps a cursor over the batch's tiles from tile 0 and the fold P of every aggregate
+//   before it, in aligned windows of 32 tiles (each window's total by one order-keeping warp tree, windows
+//   folded left to right); a tile's prefix is P folded with the same tree over its window's aggregates
+//   before it (identity-padded). One round trip reads up to 4 windows (the whole windows and the tile's
+//   own), so a look-ahead takes one round trip a tile while it keeps up: a tile's period on its
+//   multiprocessor (~1.4 us for 3840 fp32 pairs at 4.3 TB/s over 132 blocks) must exceed it, hence the
+//   bigger tiles below. The bracketing depends on the tile index only, so results are bit-identical from
+//   run to run. Nothing but aggregates is published.
+// - Compute warps sync among themselves with a named barrier (bar.sync 1); the two roles hand over tile
+//   indices and prefixes through shared memory with block-scope release / acquire counters.
+//
+// Usage: parascan_lookahead_probe [LOG2_N] (default 28; n a multiple of 4: 16-byte pieces).
+#include <cuda/atomic>
+#include <cuda_pipeline.h>
+
+#include <cub/device/device_scan.cuh>
+#include <parascan/cuda.cuh>
+#include <parascan/ops/basic.hpp>
+#include <parascan/ops/linear_recurrence.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "event_timer.cuh"
+
+namespace probe {
+
+using parascan::engine::flagged;
+using parascan::engine::publish;
+using parascan::engine::read_published;
+using index_t = long long;
+constexpr unsigned full = 0xffffffffu;
+
+/// y[t] = y[t - 1] + x[t].
+struct sum_op {
+  using S = float;
+  static constexpr int arity = 1;
+  __device__ static S identity() { return 0.f; }
+  __device__ static S combine(const S& x, const S& y) { return x + y; }
+  __device__ static S lift(const float (&v)[2]) { return v[0]; }
+  __device__ static float out(const S& s) { return s; }
+};
+
+/// x[t] = a[t] x[t - 1] + b[t]: states (gate product, value), earlier on the left.
+struct recurrence_op {
+  using S = float2;
+  static constexpr int arity = 2;
+  __device__ static S identity() { return {1.f, 0.f}; }
+  __device__ static S combine(const S& p, const S& q) { return {p.x * q.x, fmaf(q.x, p.y, q.y)}; }
+  __device__ static S lift(const float (&v)[2]) { return {v[0], v[1]}; }
+  __device__ static float out(const S& s) { return s.y; }
+};
+
+template <class S>
+__device__ __forceinline__ S shfl(const S& v, int lane) {
+  static_assert(sizeof(S) % 4 == 0, "states of 4-byte words");
+  S r;
+  const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+  unsigned* o = reinterpret_cast<unsigned*>(&r);
+#pragma unroll
+  for (int i = 0; i < int(sizeof(S) / 4); ++i) o[i] = __shfl_sync(full, w[i], lane);
+  return r;
+}
+
+/// The warp's 32 values folded in lane order by a fixed tree (lane 0 gets it; all lanes return it).
+template <class Op>
+__device__ __forceinline__ typename Op::S warp_total(typename Op::S v) {
+  const int lane = int(threadIdx.x) % 32;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    typename Op::S right;
+    const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+    unsigned* o = reinterpret_cast<unsigned*>(&right);
+#pragma unroll
+    for (int i = 0; i < int(sizeof(v) / 4); ++i) o[i] = __shfl_down_sync(full, w[i], d);
+    if ((lane & (2 * d - 1)) == 0) v = Op::combine(v, right);
+  }
+  return shfl(v, 0);
+}
+
+__device__ __forceinline__ void compute_barrier(int threads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+}
+
+template <class T>
+using block_atomic = cuda::atomic_ref<T, cuda::thread_scope_block>;
+
+/// Shared memory besides the stages.
+template <class S, int C, int STAGES>
+struct control {
+  static constexpr int ring = STAGES + 2;
+  S warp_totals[STAGES][C];
+  S prefix[2];
+  unsigned claimed[ring];
+  int claims_out;  // claimed[j] readable for j < claims_out
+  int prefix_out;  // prefix of the block's tile j in prefix[j % 2] for j < prefix_out
+  int prefix_used; // the compute warps are done with prefixes j < prefix_used
+};
+
+extern __shared__ __align__(16) unsigned char probe_stages[];
+
+template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
+__global__ void __launch_bounds__((C + 1) * 32, 1)
+    lookahead_kernel(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out,
+                     index_t n, unsigned tiles, flagged<typename Op::S>* aggregates, unsigned* next_tile) {
+  static_assert(STAGES >= 2 && AHEAD >= 1 && AHEAD <= STAGES - 1, "stages and reduce-ahead distance");
+  static_assert((32 * ITEMS) % 4 == 0, "a warp's chunk is whole 16-byte pieces");
+  using S = typename Op::S;
+  constexpr int chunk = 32 * ITEMS, tile = C * chunk, pieces = chunk / 4;
+  constexpr int stage_floats = C * chunk * Op::arity;
+  __shared__ control<S, C, STAGES> ctl;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  constexpr int ring = control<S, C, STAGES>::ring;
+
+  if (threadIdx.x == 0) {
+    ctl.claims_out = 0;
+    ctl.prefix_out = 0;
+    ctl.prefix_used = 0;
+  }
+  __syncthreads();  // the only block-wide barrier
+
+  if (warp == 0) {  // ---- the look-ahead warp
+    S P = Op::identity();
+    unsigned cursor = 0;  // P folds the aggregates of tiles [0, cursor); cursor a multiple of 32
+    for (int k = 0;; ++k) {
+      while (block_atomic<int>(ctl.claims_out).load(cuda::memory_order_acquire) <= k) __nanosleep(20);
+      const unsigned t = ctl.claimed[k % ring];
+      if (t >= tiles) break;
+      // One round trip reads the aggregates of up to 4 windows from the cursor, those below t: whole
+      // windows fold into P (the cursor moves past them), the window holding t gives its prefix.
+      S prefix = P;
+      for (;;) {
+        S v[4];
+        bool out[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          v[b] = Op::identity();
+          out[b] = cursor + 32u * b + unsigned(lane) >= t;  // not needed
+        }
+        for (;;) {
+#pragma unroll
+          for (int b = 0; b < 4; ++b)
+            if (!out[b]) out[b] = read_published(aggregates + cursor + 32 * b + lane, v[b]);
+          if (__all_sync(full, out[0] && out[1] && out[2] && out[3])) break;
+          __nanosleep(32);
+        }
+        bool done = false;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          if (done) continue;
+          const S total = warp_total<Op>(v[b]);  // identity-padded past t: a shape fixed by t alone
+          if (cursor + 32 <= t) {
+            P = Op::combine(P, total);
+            cursor += 32;
+          } else {
+            prefix = cursor == t ? P : Op::combine(P, total);
+            done = true;
+          }
+        }
+        if (done) break;
+      }
+      while (block_atomic<int>(ctl.prefix_used).load(cuda::memory_order_acquire) < k - 1) __nanosleep(20);
+      if (lane == 0) {
+        ctl.prefix[k % 2] = prefix;
+        block_atomic<int>(ctl.prefix_out).store(k + 1, cuda::memory_order_release);
+      }
+      __syncwarp();
+    }
+    return;
+  }
+
+  // ---- the compute warps (w = warp - 1)
+  const int w = warp - 1;
+  const bool leader = threadIdx.x == 32;
+  constexpr int compute_threads = C * 32;
+  const auto stage = [&](int j) { return reinterpret_cast<float*>(probe_stages) + (j % STAGES) * stage_floats; };
+  const auto load = [&](unsigned t, int j) {  // this warp's chunk of tile t into stage j
+    if (t < tiles) {
+      float* dst = stage(j) + w * chunk * Op::arity;
+      const index_t base = index_t(t) * tile + index_t(w) * chunk;
+      for (int p = lane; p < pieces; p += 32) {
+        const index_t at = base + 4 * p;
+        if (at < n) {
+          __pipeline_memcpy_async(dst + 4 * p, in0 + at, 16);
+          if constexpr (Op::arity == 2) __pipeline_memcpy_async(dst + chunk + 4 * p, in1 + at, 16);
+        }
+      }
+    }
+    __pipeline_commit();
+  };
+  const auto lift = [&](unsigned t, int j, int i) {  // step i of this thread's ITEMS in tile t, stage j
+    const float* src = stage(j) + w * chunk * Op::arity + lane * ITEMS + i;  // odd ITEMS: no bank conflicts
+    const index_t at = index_t(t) * tile + index_t(w) * chunk + lane * ITEMS + i;
+    float v[2] = {src[0], Op::arity == 2 ? src[chunk] : 0.f};
+    return at < n ? Op::lift(v) : Op::identity();
+  };
+  const auto reduce = [&](unsigned t, int j) {  // publishes tile t's aggregate from stage j
+    if (t >= tiles) return;
+    S total = lift(t, j, 0);
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) total = Op::combine(total, lift(t, j, i));
+    total = warp_total<Op>(total);
+    if (lane == 0) ctl.warp_totals[j % STAGES][w] = total;
+    compute_barrier(compute_threads);
+    if (leader) {
+      S aggregate = ctl.warp_totals[j % STAGES][0];
+#pragma unroll
+      for (int v = 1; v < C; ++v) aggregate = Op::combine(aggregate, ctl.warp_totals[j % STAGES][v]);
+      publish(aggregates + t, aggregate);
+    }
+  };
+
+  if (leader) {
+    for (int j = 0; j < STAGES; ++j) ctl.claimed[j] = atomicAdd(next_tile, 1u);
+    block_atomic<int>(ctl.claims_out).store(STAGES, cuda::memory_order_release);
+  }
+  compute_barrier(compute_threads);
+  for (int j = 0; j < STAGES - 1; ++j) load(ctl.claimed[j], j);
+  __pipeline_wait_prior(STAGES - 1 - AHEAD);
+  __syncwarp();
+  for (int j = 0; j < AHEAD; ++j) reduce(ctl.claimed[j], j);
+  for (int k = 0;; ++k) {
+    const unsigned t = ctl.claimed[k % ring];
+    if (t >= tiles) break;
+    const unsigned next = leader ? atomicAdd(next_tile, 1u) : 0u;  // the block's tile k + STAGES
+    __syncwarp();
+    load(ctl.claimed[(k + STAGES - 1) % ring], k + STAGES - 1);
+    __pipeline_wait_prior(STAGES - 1 - AHEAD);  // tiles up to k + AHEAD have landed (this thread's pieces)
+    __syncwarp();                               // and the warp's
+    reduce(ctl.claimed[(k + AHEAD) % ring], k + AHEAD);
+    // Tile k: its prefix from the look-ahead warp, then the scan from the stage.
+    while (block_atomic<int>(ctl.prefix_out).load(cuda::memory_order_acquire) <= k) __nanosleep(20);
+    S running = ctl.prefix[k % 2];
+#pragma unroll 1
+    for (int v = 0; v < w; ++v) running = Op::combine(running, ctl.warp_totals[k % STAGES][v]);
+    S mine[ITEMS];
+    S thread_total = mine[0] = lift(t, k, 0);
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) thread_total = Op::combine(thread_total, mine[i] = lift(t, k, i));
+    // The thread's exclusive prefix within the warp (lanes in order).
+    S scanned = thread_total;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const S earlier = shfl(scanned, max(lane - d, 0));
+      if (lane >= d) scanned = Op::combine(earlier, scanned);
+    }
+    const S exclusive = shfl(scanned, max(lane - 1, 0));
+    if (lane > 0) running = Op::combine(running, exclusive);
+    float* row = stage(k) + w * chunk * Op::arity + lane * ITEMS;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      running = Op::combine(running, mine[i]);
+      row[i] = Op::out(running);
+    }
+    __syncwarp();
+    const float* src = stage(k) + w * chunk * Op::arity;
+    const index_t base = index_t(t) * tile + index_t(w) * chunk;
+    for (int p = lane; p < pieces; p += 32)
+      if (base + 4 * p < n)
+        *reinterpret_cast<float4*>(out + base + 4 * p) = *reinterpret_cast<const float4*>(src + 4 * p);
+    if (leader) {
+      ctl.claimed[(k + STAGES) % ring] = next;
+      block_atomic<int>(ctl.claims_out).store(k + STAGES + 1, cuda::memory_order_release);
+    }
+    compute_barrier(compute_threads);  // stage k and its warp totals are free; claimed[k + STAGES] is out
+    if (leader) block_atomic<int>(ctl.prefix_used).store(k + 1, cuda::memory_order_release);
+  }
+}
+
+/// Runs the probe's scan of n steps (in1 used by the recurrence) into out.
+template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
+struct runner {
+  static constexpr int tile = C * 32 * ITEMS;
+  static constexpr int shared = STAGES * C * 32 * ITEMS * Op::arity * 4;
+  const float *in0, *in1;
+  float* out;
+  index_t n;
+  unsigned tiles;
+  void* status = nullptr;  // aggregates, then the counter
+  int blocks = 0;
+
+  runner(const float* a, const float* b, float* y, index_t n_) : in0(a), in1(b), out(y), n(n_) {
+    tiles = unsigned((n + tile - 1) / tile);
+    const auto kernel = lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD>;
+    bench::check_or_exit(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
+                         "cudaFuncSetAttribute");
+    int per_sm = 0, sms = 0;
+    bench::check_or_exit(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, (C + 1) * 32, shared),
+                         "occupancy");
+    bench::check_or_exit(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
+    blocks = int(std::min<index_t>(tiles, index_t(std::max(per_sm, 1)) * sms));
+    bench::check_or_exit(cudaMalloc(&status, bytes()), "status");
+  }
+  ~runner() { cudaFree(status); }
+  std::size_t bytes() const { return std::size_t(tiles) * sizeof(flagged<typename Op::S>) + 16; }
+  void operator()() const {
+    cudaMemsetAsync(status, 0, bytes());
+    auto* aggregates = static_cast<flagged<typename Op::S>*>(status);
+    auto* counter = reinterpret_cast<unsigned*>(static_cast<unsigned char*>(status) + bytes() - 16);
+    lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD>
+        <<<blocks, (C + 1) * 32, shared>>>(in0, in1, out, n, tiles, aggregates, counter);
+  }
+};
+
+__global__ void fill(float* p, index_t n, float lo, float hi, unsigned seed) {
+  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n; i += index_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed * 0x9e3779b9u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = lo + (hi - lo) * float(h & 0xffffff) / float(0x1000000);
+  }
+}
+
+}  // namespace probe
+
+int main(int argc, char** argv) {
+  using namespace probe;
+  const int log2n = argc > 1 ? std::atoi(argv[1]) : 28;
+  const index_t n = index_t(1) << log2n;
+  float *a, *b, *y, *ref, *copy_dst;
+  void* flush;
+  for (float** p : {&a, &b, &y, &ref, &copy_dst}) bench::check_or_exit(cudaMalloc(p, n * 8), "cudaMalloc");
+  bench::check_or_exit(cudaMalloc(&flush, std::size_t(256) << 20), "cudaMalloc");
+  fill<<<1024, 256>>>(a, n, 0.9f, 1.0f, 2);
+  fill<<<1024, 256>>>(b, n, -1.f, 1.f, 3);
+  const auto time_ms = [&](auto&& f) {
+    return bench::median_event_ms(
+        f, 15, 2, [&](int i) { cudaMemsetAsync(flush, i, std::size_t(256) << 20); }, bench::check_or_exit);
+  };
+  const double copy_ms = time_ms([&] { cudaMemcpyAsync(copy_dst, a, n * 8, cudaMemcpyDeviceToDevice); });
+  const double gbs = 2.0 * n * 8 / copy_ms / 1e6;
+  std::printf("n = 2^%d, copy floor %.1f GB/s\n", log2n, gbs);
+  std::vector<float> h_ref(static_cast<std::size_t>(n)), h_y(static_cast<std::size_t>(n)),
+      h_first(static_cast<std::size_t>(n));
+  const auto report = [&](const char* what, double bytes_per_step, double ms, bool checked, double worst,
+                          bool identical) {
+    std::printf("%-44s %8.4f ms %6.1f%% of copy  worst rel. difference %.1e%s%s\n", what, ms,
+                100.0 * bytes_per_step * double(n) / ms / 1e6 / gbs, worst, checked ? "" : " (not checked)",
+                identical ? "" : "  NOT BIT-IDENTICAL RUN TO RUN");
+  };
+  // Difference against the reference, relative to 1 + |reference| (the sums grow to ~1e4 in 2^28 steps
+  // of a zero-mean walk; tile sizes round differently).
+  const auto worst_difference = [&]() {
+    cudaMemcpy(h_ref.data(), ref, n * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(h_y.data(), y, n * 4, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (index_t i = 0; i < n; ++i) {
+      const double d = std::fabs(double(h_y[i]) - double(h_ref[i])) / (1.0 + std::fabs(double(h_ref[i])));
+      worst = d == d ? std::max(worst, d) : INFINITY;
+    }
+    return worst;
+  };
+  const auto try_probe = [&](const char* what, double bytes_per_step, auto&& run) {
+    cudaMemset(y, 0xff, n * 4);
+    run();
+    bench::check_or_exit(cudaDeviceSynchronize(), what);
+    cudaMemcpy(h_first.data(), y, n * 4, cudaMemcpyDeviceToHost);
+    const double worst = worst_difference();
+    const double ms = time_ms(run);
+    bench::check_or_exit(cudaDeviceSynchronize(), what);
+    cudaMemcpy(h_y.data(), y, n * 4, cudaMemcpyDeviceToHost);
+    const bool identical = std::memcmp(h_first.data(), h_y.data(), std::size_t(n) * 4) == 0;
+    report(what, bytes_per_step, ms, true, worst, identical);
+  };
+
+  // fp32 linear recurrence: parascan's look-back as the reference and the baseline.
+  const auto view = [&](float* p) { return parascan::single(p, long(n)); };
+  const auto parascan_recurrence = [&](float* to) {
+    parascan::prefix_scan(parascan::cuda{}, parascan::ops::linear_recurrence<float>{},
+                          parascan::inputs(view(a), view(b)), view(to));
+  };
+  parascan_recurrence(ref);
+  bench::check_or_exit(cudaDeviceSynchronize(), "reference");
+  try_probe("recurrence parascan (block-a-tile look-back)", 12, [&] { parascan_recurrence(y); });
+  {
+    runner<recurrence_op, 8, 15, 4, 2> r(a, b, y, n);
+    try_probe("recurrence look-ahead 8 warps x 15, 4 stages, 2 ahead", 12, r);
+  }
+  {
+    runner<recurrence_op, 8, 15, 3, 1> r(a, b, y, n);
+    try_probe("recurrence look-ahead 8 warps x 15, 3 stages, 1 ahead", 12, r);
+  }
+  {
+    runner<recurrence_op, 4, 31, 4, 2> r(a, b, y, n);
+    try_probe("recurrence look-ahead 4 warps x 31, 4 stages, 2 ahead", 12, r);
+  }
+  {
+    runner<recurrence_op, 8, 31, 3, 1> r(a, b, y, n);
+    try_probe("recurrence look-ahead 8 warps x 31, 3 stages, 1 ahead", 12, r);
+  }
+  // fp32 sum: CUB's InclusiveSum as the reference and the baseline to beat.
+  std::size_t temp_bytes = 0;
+  cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, b, ref, n);
+  void* temp = nullptr;
+  cudaMalloc(&temp, temp_bytes);
+  cub::DeviceScan::InclusiveSum(temp, temp_bytes, b, ref, n);
+  bench::check_or_exit(cudaDeviceSynchronize(), "reference");
+  try_probe("sum CUB InclusiveSum", 8, [&] { cub::DeviceScan::InclusiveSum(temp, temp_bytes, b, y, n); });
+  try_probe("sum parascan (block-a-tile look-back)", 8, [&] {
+    parascan::prefix_scan(parascan::cuda{}, parascan::ops::sum<float>{}, view(b), view(y));
+  });
+  {
+    runner<sum_op, 8, 31, 4, 2> r(b, nullptr, y, n);
+    try_probe("sum look-ahead 8 warps x 31, 4 stages, 2 ahead", 8, r);
+  }
+  {
+    runner<sum_op, 8, 15, 4, 2> r(b, nullptr, y, n);
+    try_probe("sum look-ahead 8 warps x 15, 4 stages, 2 ahead", 8, r);
+  }
+  {
+    runner<sum_op, 8, 15, 6, 3> r(b, nullptr, y, n);
+    try_probe("sum look-ahead 8 warps x 15, 6 stages, 3 ahead", 8, r);
+  }
+  {
+    runner<sum_op, 8, 63, 3, 1> r(b, nullptr, y, n);
+    try_probe("sum look-ahead 8 warps x 63, 3 stages, 1 ahead", 8, r);
+  }
+  bench::check_or_exit(cudaGetLastError(), "probe");
+  return 0;
+}
