@@ -44,6 +44,8 @@ namespace probe {
 using parascan::engine::flagged;
 using parascan::engine::publish;
 using parascan::engine::read_published;
+using parascan::engine::shuffle_from;
+using parascan::engine::shuffle_up;
 using index_t = long long;
 constexpr unsigned full = 0xffffffffu;
 
@@ -67,31 +69,16 @@ struct recurrence_op {
   __device__ static float out(const S& s) { return s.y; }
 };
 
-template <class S>
-__device__ __forceinline__ S shfl(const S& v, int lane) {
-  static_assert(sizeof(S) % 4 == 0, "states of 4-byte words");
-  S r;
-  const unsigned* w = reinterpret_cast<const unsigned*>(&v);
-  unsigned* o = reinterpret_cast<unsigned*>(&r);
-#pragma unroll
-  for (int i = 0; i < int(sizeof(S) / 4); ++i) o[i] = __shfl_sync(full, w[i], lane);
-  return r;
-}
-
-/// The warp's 32 values folded in lane order by a fixed tree (lane 0 gets it; all lanes return it).
+/// The warp's 32 values folded in lane order by a fixed tree (all lanes return it).
 template <class Op>
 __device__ __forceinline__ typename Op::S warp_total(typename Op::S v) {
   const int lane = int(threadIdx.x) % 32;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
-    typename Op::S right;
-    const unsigned* w = reinterpret_cast<const unsigned*>(&v);
-    unsigned* o = reinterpret_cast<unsigned*>(&right);
-#pragma unroll
-    for (int i = 0; i < int(sizeof(v) / 4); ++i) o[i] = __shfl_down_sync(full, w[i], d);
+    const typename Op::S right = shuffle_from(v, min(lane + d, 31));
     if ((lane & (2 * d - 1)) == 0) v = Op::combine(v, right);
   }
-  return shfl(v, 0);
+  return shuffle_from(v, 0);
 }
 
 __device__ __forceinline__ void compute_barrier(int threads) {
@@ -257,10 +244,10 @@ __global__ void __launch_bounds__((C + 1) * 32, 1)
     S scanned = thread_total;
 #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
-      const S earlier = shfl(scanned, max(lane - d, 0));
+      const S earlier = shuffle_up(scanned, d);
       if (lane >= d) scanned = Op::combine(earlier, scanned);
     }
-    const S exclusive = shfl(scanned, max(lane - 1, 0));
+    const S exclusive = shuffle_up(scanned, 1);
     if (lane > 0) running = Op::combine(running, exclusive);
     float* row = stage(k) + w * chunk * Op::arity + lane * ITEMS;
 #pragma unroll
@@ -286,6 +273,7 @@ __global__ void __launch_bounds__((C + 1) * 32, 1)
 /// Runs the probe's scan of n steps (in1 used by the recurrence) into out.
 template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
 struct runner {
+  static constexpr int warps = C, items = ITEMS, stages = STAGES, ahead = AHEAD;
   static constexpr int tile = C * 32 * ITEMS;
   static constexpr int shared = STAGES * C * 32 * ITEMS * Op::arity * 4;
   const float *in0, *in1;
@@ -316,6 +304,11 @@ struct runner {
     lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD>
         <<<blocks, (C + 1) * 32, shared>>>(in0, in1, out, n, tiles, aggregates, counter);
   }
+};
+
+template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
+struct runner_tag {
+  using type = runner<Op, C, ITEMS, STAGES, AHEAD>;
 };
 
 __global__ void fill(float* p, index_t n, float lo, float hi, unsigned seed) {
@@ -380,6 +373,15 @@ int main(int argc, char** argv) {
     report(what, bytes_per_step, ms, true, worst, identical);
   };
 
+  // One look-ahead variant: its scan of in0 (and in1) into y, checked and timed.
+  const auto look_ahead = [&](const char* what, double bytes_per_step, const float* in0, const float* in1, auto tag) {
+    using R = typename decltype(tag)::type;
+    R run(in0, in1, y, n);
+    char name[96];
+    std::snprintf(name, sizeof name, "%s look-ahead %d warps x %d, %d stages, %d ahead", what, R::warps, R::items,
+                  R::stages, R::ahead);
+    try_probe(name, bytes_per_step, run);
+  };
   // fp32 linear recurrence: parascan's look-back as the reference and the baseline.
   const auto view = [&](float* p) { return parascan::single(p, long(n)); };
   const auto parascan_recurrence = [&](float* to) {
@@ -389,22 +391,10 @@ int main(int argc, char** argv) {
   parascan_recurrence(ref);
   bench::check_or_exit(cudaDeviceSynchronize(), "reference");
   try_probe("recurrence parascan (block-a-tile look-back)", 12, [&] { parascan_recurrence(y); });
-  {
-    runner<recurrence_op, 8, 15, 4, 2> r(a, b, y, n);
-    try_probe("recurrence look-ahead 8 warps x 15, 4 stages, 2 ahead", 12, r);
-  }
-  {
-    runner<recurrence_op, 8, 15, 3, 1> r(a, b, y, n);
-    try_probe("recurrence look-ahead 8 warps x 15, 3 stages, 1 ahead", 12, r);
-  }
-  {
-    runner<recurrence_op, 4, 31, 4, 2> r(a, b, y, n);
-    try_probe("recurrence look-ahead 4 warps x 31, 4 stages, 2 ahead", 12, r);
-  }
-  {
-    runner<recurrence_op, 8, 31, 3, 1> r(a, b, y, n);
-    try_probe("recurrence look-ahead 8 warps x 31, 3 stages, 1 ahead", 12, r);
-  }
+  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 8, 15, 4, 2>{});
+  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 8, 15, 3, 1>{});
+  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 4, 31, 4, 2>{});
+  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 8, 31, 3, 1>{});
   // fp32 sum: CUB's InclusiveSum as the reference and the baseline to beat.
   std::size_t temp_bytes = 0;
   cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, b, ref, n);
@@ -416,22 +406,10 @@ int main(int argc, char** argv) {
   try_probe("sum parascan (block-a-tile look-back)", 8, [&] {
     parascan::prefix_scan(parascan::cuda{}, parascan::ops::sum<float>{}, view(b), view(y));
   });
-  {
-    runner<sum_op, 8, 31, 4, 2> r(b, nullptr, y, n);
-    try_probe("sum look-ahead 8 warps x 31, 4 stages, 2 ahead", 8, r);
-  }
-  {
-    runner<sum_op, 8, 15, 4, 2> r(b, nullptr, y, n);
-    try_probe("sum look-ahead 8 warps x 15, 4 stages, 2 ahead", 8, r);
-  }
-  {
-    runner<sum_op, 8, 15, 6, 3> r(b, nullptr, y, n);
-    try_probe("sum look-ahead 8 warps x 15, 6 stages, 3 ahead", 8, r);
-  }
-  {
-    runner<sum_op, 8, 63, 3, 1> r(b, nullptr, y, n);
-    try_probe("sum look-ahead 8 warps x 63, 3 stages, 1 ahead", 8, r);
-  }
+  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 31, 4, 2>{});
+  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 15, 4, 2>{});
+  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 15, 6, 3>{});
+  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 63, 3, 1>{});
   bench::check_or_exit(cudaGetLastError(), "probe");
   return 0;
 }
