@@ -1,8 +1,10 @@
-// A probe, not wired into the engine (branch wip/lookahead-probe; NOT YET RUN ON A GPU): one long sequence
-// scanned in one pass by the look-ahead design of CCCL's newer scan (a description of it:
-// bench/results/cccl-lookahead-scan-study-2026-11-29.md), deterministic, for the fp32 sum and the fp32
-// linear recurrence, against parascan's block-a-tile look-back (cuda/lookback.cuh) and CUB's InclusiveSum
-// in the same run, as % of a device-to-device copy of the same bytes.
+// A probe, not wired into the engine: one long sequence scanned in one pass by the look-ahead design of
+// CCCL's newer scan (a description of it: bench/results/cccl-lookahead-scan-study-2026-11-29.md),
+// deterministic, for the fp32 sum and the fp32 linear recurrence, against parascan's prefix_scan (the
+// block-a-tile look-back of cuda/lookback.cuh by default), the engine's own look-ahead (cuda/lookahead.cuh,
+// opt-in, at explicit shapes) and CUB's InclusiveSum in the same run, as % of a device-to-device copy of
+// the same bytes. Results: bench/results/h200-lookahead-probe-2026-11-29.log and
+// h200-lookahead-engine-2026-11-29.log (this kernel 77% / 83-86% at 2^28; the engine's 44.6 / 48.8%).
 //
 // Design (no code taken from CCCL):
 // - Persistent blocks of 1 + C warps. Tiles (C warps x 32 lanes x ITEMS steps) are taken in increasing
@@ -102,7 +104,7 @@ struct control {
 
 extern __shared__ __align__(16) unsigned char probe_stages[];
 
-template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
+template <class Op, int C, int ITEMS, int STAGES, int AHEAD, int WINDOWS>
 __global__ void __launch_bounds__((C + 1) * 32, 1)
     lookahead_kernel(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out,
                      index_t n, unsigned tiles, flagged<typename Op::S>* aggregates, unsigned* next_tile) {
@@ -133,30 +135,36 @@ __global__ void __launch_bounds__((C + 1) * 32, 1)
       // windows fold into P (the cursor moves past them), the window holding t gives its prefix.
       S prefix = P;
       for (;;) {
-        S v[4];
-        bool out[4];
+        S v[WINDOWS];
+        bool out[WINDOWS];
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
+        for (int b = 0; b < WINDOWS; ++b) {
           v[b] = Op::identity();
           out[b] = cursor + 32u * b + unsigned(lane) >= t;  // not needed
         }
         for (;;) {
+          bool all = true;
 #pragma unroll
-          for (int b = 0; b < 4; ++b)
+          for (int b = 0; b < WINDOWS; ++b) {
             if (!out[b]) out[b] = read_published(aggregates + cursor + 32 * b + lane, v[b]);
-          if (__all_sync(full, out[0] && out[1] && out[2] && out[3])) break;
+            all = all && out[b];
+          }
+          if (__all_sync(full, all)) break;
           __nanosleep(32);
         }
+        // The windows' totals are independent trees (computed side by side), then folded in order.
+        S total[WINDOWS];
+#pragma unroll
+        for (int b = 0; b < WINDOWS; ++b) total[b] = warp_total<Op>(v[b]);  // identity-padded past t
         bool done = false;
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
+        for (int b = 0; b < WINDOWS; ++b) {
           if (done) continue;
-          const S total = warp_total<Op>(v[b]);  // identity-padded past t: a shape fixed by t alone
           if (cursor + 32 <= t) {
-            P = Op::combine(P, total);
+            P = Op::combine(P, total[b]);
             cursor += 32;
           } else {
-            prefix = cursor == t ? P : Op::combine(P, total);
+            prefix = cursor == t ? P : Op::combine(P, total[b]);
             done = true;
           }
         }
@@ -271,9 +279,9 @@ __global__ void __launch_bounds__((C + 1) * 32, 1)
 }
 
 /// Runs the probe's scan of n steps (in1 used by the recurrence) into out.
-template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
+template <class Op, int C, int ITEMS, int STAGES, int AHEAD, int WINDOWS>
 struct runner {
-  static constexpr int warps = C, items = ITEMS, stages = STAGES, ahead = AHEAD;
+  static constexpr int warps = C, items = ITEMS, stages = STAGES, ahead = AHEAD, windows = WINDOWS;
   static constexpr int tile = C * 32 * ITEMS;
   static constexpr int shared = STAGES * C * 32 * ITEMS * Op::arity * 4;
   const float *in0, *in1;
@@ -285,7 +293,7 @@ struct runner {
 
   runner(const float* a, const float* b, float* y, index_t n_) : in0(a), in1(b), out(y), n(n_) {
     tiles = unsigned((n + tile - 1) / tile);
-    const auto kernel = lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD>;
+    const auto kernel = lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD, WINDOWS>;
     bench::check_or_exit(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
                          "cudaFuncSetAttribute");
     int per_sm = 0, sms = 0;
@@ -301,14 +309,14 @@ struct runner {
     cudaMemsetAsync(status, 0, bytes());
     auto* aggregates = static_cast<flagged<typename Op::S>*>(status);
     auto* counter = reinterpret_cast<unsigned*>(static_cast<unsigned char*>(status) + bytes() - 16);
-    lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD>
+    lookahead_kernel<Op, C, ITEMS, STAGES, AHEAD, WINDOWS>
         <<<blocks, (C + 1) * 32, shared>>>(in0, in1, out, n, tiles, aggregates, counter);
   }
 };
 
-template <class Op, int C, int ITEMS, int STAGES, int AHEAD>
+template <class Op, int C, int ITEMS, int STAGES, int AHEAD, int WINDOWS = 8>
 struct runner_tag {
-  using type = runner<Op, C, ITEMS, STAGES, AHEAD>;
+  using type = runner<Op, C, ITEMS, STAGES, AHEAD, WINDOWS>;
 };
 
 __global__ void fill(float* p, index_t n, float lo, float hi, unsigned seed) {
@@ -378,8 +386,8 @@ int main(int argc, char** argv) {
     using R = typename decltype(tag)::type;
     R run(in0, in1, y, n);
     char name[96];
-    std::snprintf(name, sizeof name, "%s look-ahead %d warps x %d, %d stages, %d ahead", what, R::warps, R::items,
-                  R::stages, R::ahead);
+    std::snprintf(name, sizeof name, "%s look-ahead %d warps x %d, %d stages, %d ahead, %d windows", what, R::warps,
+                  R::items, R::stages, R::ahead, R::windows);
     try_probe(name, bytes_per_step, run);
   };
   // fp32 linear recurrence: parascan's look-back as the reference and the baseline.
@@ -390,11 +398,25 @@ int main(int argc, char** argv) {
   };
   parascan_recurrence(ref);
   bench::check_or_exit(cudaDeviceSynchronize(), "reference");
-  try_probe("recurrence parascan (block-a-tile look-back)", 12, [&] { parascan_recurrence(y); });
-  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 8, 15, 4, 2>{});
-  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 8, 15, 3, 1>{});
-  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 4, 31, 4, 2>{});
-  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 8, 31, 3, 1>{});
+  try_probe("recurrence parascan prefix_scan", 12, [&] { parascan_recurrence(y); });
+  look_ahead("recurrence", 12, a, b, runner_tag<recurrence_op, 4, 31, 6, 3, 4>{});
+  // The engine's look-ahead (lookahead.cuh) at explicit shapes, through prefix_scan.
+  const auto engine = [&](const char* what, double bytes_per_step, auto op, auto shape, auto&&... in) {
+    using Shape = decltype(shape);
+    using Policy = parascan::look_ahead_tiles<typename parascan::default_policy<decltype(op), parascan::arch::sm90>::type,
+                                              Shape, 1>;
+    char name[96];
+    std::snprintf(name, sizeof name, "%s engine look-ahead %d warps x %d, %d stages, %d ahead", what, Shape::warps,
+                  Shape::items, Shape::stages, Shape::ahead);
+    try_probe(name, bytes_per_step, [&] {
+      parascan::prefix_scan<Policy>(parascan::cuda{}, op, parascan::inputs(view(in)...), view(y));
+    });
+  };
+  const parascan::ops::linear_recurrence<float> recurrence;
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<4, 32, 6, 3>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 6, 3>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<4, 16, 6, 3>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 4, 2>{}, a, b);
   // fp32 sum: CUB's InclusiveSum as the reference and the baseline to beat.
   std::size_t temp_bytes = 0;
   cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, b, ref, n);
@@ -403,13 +425,15 @@ int main(int argc, char** argv) {
   cub::DeviceScan::InclusiveSum(temp, temp_bytes, b, ref, n);
   bench::check_or_exit(cudaDeviceSynchronize(), "reference");
   try_probe("sum CUB InclusiveSum", 8, [&] { cub::DeviceScan::InclusiveSum(temp, temp_bytes, b, y, n); });
-  try_probe("sum parascan (block-a-tile look-back)", 8, [&] {
+  try_probe("sum parascan prefix_scan", 8, [&] {
     parascan::prefix_scan(parascan::cuda{}, parascan::ops::sum<float>{}, view(b), view(y));
   });
-  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 31, 4, 2>{});
-  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 15, 4, 2>{});
-  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 15, 6, 3>{});
-  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 63, 3, 1>{});
+  look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 31, 6, 3, 4>{});
+  const parascan::ops::sum<float> sum;
+  engine("sum", 8, sum, parascan::lookahead_shape<8, 32, 6, 3>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<8, 16, 6, 3>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<16, 16, 6, 3>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<16, 16, 4, 2>{}, b);
   bench::check_or_exit(cudaGetLastError(), "probe");
   return 0;
 }

@@ -191,6 +191,16 @@ constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, const ba
          shape.max_length >= 4 * lookback_tile && 2 * shape.total() >= shape.count * shape.max_length;
 }
 
+/// Whether a prefix scan that runs_single_pass takes the look-ahead (cuda/lookahead.cuh: persistent
+/// blocks, a cursor a block over published aggregates) on tiles of `tile` steps rather than the
+/// block-a-tile look-back: where the batch has at least `per_multiprocessor` tiles for each of the
+/// device's multiprocessors (a block each), whose pipeline of stages and round trips then pays.
+constexpr bool runs_look_ahead(const scan_plan& plan, int state_bytes, const batch_shape& shape, index_t tile,
+                               int multiprocessors, index_t per_multiprocessor = 64) {
+  return runs_single_pass(plan, state_bytes, shape, tile) &&
+         shape.count * ((shape.max_length + tile - 1) / tile) >= per_multiprocessor * index_t(multiprocessors);
+}
+
 /// Whether a prefix scan planned for channel groups runs channel_lookback.cuh's single pass over tiles of
 /// `tile` steps rather than reduce-then-scan: where the plan splits its sequences for lack of groups (not a
 /// skewed batch's ragged split) into more than one tile, and their lengths are similar (at least half the
@@ -332,6 +342,16 @@ inline bool log_plans() {
   static const bool on = [] {
     const char* v = std::getenv("PARASCAN_LOG");
     return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+/// Whether few long sequences may run the look-ahead (PARASCAN_LOOK_AHEAD=0: the block-a-tile look-back
+/// instead, e.g. to compare the two; read once).
+inline bool look_ahead_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARASCAN_LOOK_AHEAD");
+    return v == nullptr || std::string(v) != "0";
   }();
   return on;
 }

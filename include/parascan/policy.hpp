@@ -152,11 +152,37 @@ struct single_pass_tiles : Base {
   using lookback_policy = Tiles;
 };
 
+/// The tiles of the look-ahead single pass (cuda/lookahead.cuh): persistent blocks of WARPS compute warps
+/// of ITEMS steps a thread and one look-ahead warp, STAGES stages of shared memory, aggregates published
+/// AHEAD tiles before their scan, WINDOWS windows of 32 aggregates read a round trip.
+template <int WARPS, int ITEMS, int STAGES, int AHEAD, int WINDOWS = 4>
+struct lookahead_shape {
+  static_assert(WARPS >= 1 && ITEMS >= 1 && WINDOWS >= 1, "a look-ahead tile has warps, items and windows");
+  static_assert(STAGES >= 2 && AHEAD >= 1 && AHEAD < STAGES, "a look-ahead reduces within its stages");
+  static constexpr int warps = WARPS, items = ITEMS, stages = STAGES, ahead = AHEAD, windows = WINDOWS;
+  static constexpr int threads = (WARPS + 1) * 32;
+  static constexpr index_t tile = index_t(WARPS) * 32 * ITEMS;
+};
+
+/// A policy whose prefix scans of few long sequences take the look-ahead single pass (cuda/lookahead.cuh)
+/// with tiles of `Shape` (a lookahead_shape) where the batch has at least FromTiles tiles a
+/// multiprocessor, the block-a-tile look-back below that, the rest `Base`. Opt-in: no default policy
+/// has it yet (lookahead.cuh says why; e.g. lookahead_shape<8, 16, 6, 3> for fp32 pairs).
+template <class Base, class Shape, int FromTiles = 64>
+struct look_ahead_tiles : Base {
+  using lookahead_policy = Shape;
+  static constexpr int lookahead_from = FromTiles;
+};
+
 namespace detail {
 template <class Policy, class = void>
 struct has_stream_policy : std::false_type {};
 template <class Policy>
 struct has_stream_policy<Policy, std::void_t<typename Policy::stream_policy>> : std::true_type {};
+template <class Policy, class = void>
+struct has_lookahead_policy : std::false_type {};
+template <class Policy>
+struct has_lookahead_policy<Policy, std::void_t<typename Policy::lookahead_policy>> : std::true_type {};
 template <class Policy, class = void>
 struct has_long_policy : std::false_type {};
 template <class Policy>

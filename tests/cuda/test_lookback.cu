@@ -8,7 +8,9 @@
 // whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
 // long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
 // takes tiles of 32 steps, about 32768 a sequence, so look-backs walk far), which dispatch sends to the
-// look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it).
+// look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it). The look-ahead
+// (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; opt-in through a policy) is tested the same ways under
+// policies of small tiles, and at 4096-step tiles from the default threshold (one sequence of 2^26 steps).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -64,7 +66,16 @@ parascan::sequences<E> view_of(E* p, index_t count, index_t T, index_t shift) {
 /// Runs the 2x2 matrix scan of `view(x)` into `view(y)` with the options `f`, outputs poisoned first, and
 /// returns its error against the fp64 sequential reference (the final states included): `count`
 /// sequences, sequence s of length(s) steps, its step t at where(s, t) of `n`-element buffers.
-template <class View, class Length, class Where>
+/// Runs parascan::prefix_scan under `Policy` (void: the default policy).
+template <class Policy, class... Args>
+void prefix_scan_with(Args&&... args) {
+  if constexpr (std::is_void_v<Policy>)
+    parascan::prefix_scan(ptest::exec(), std::forward<Args>(args)...);
+  else
+    parascan::prefix_scan<Policy>(ptest::exec(), std::forward<Args>(args)...);
+}
+
+template <class Policy = void, class View, class Length, class Where>
 double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, Where&& where,
                     const ptest::scan_flags& f) {
   ptest::buffer<mat2> x(n), y(n), init(static_cast<std::size_t>(count)), fin(static_cast<std::size_t>(count));
@@ -73,7 +84,7 @@ double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, 
   ptest::fill(y, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
   ptest::fill(fin, [] { return mat2{{NAN, NAN, NAN, NAN}}; });
   auto opts = ptest::options_for<mat2>(f, init.data(), fin.data());
-  parascan::prefix_scan(ptest::exec(), matmul2{}, view(x.data()), view(y.data()), opts);
+  prefix_scan_with<Policy>(matmul2{}, view(x.data()), view(y.data()), opts);
   y.download();
   fin.download();
   ptest::error_meter err;
@@ -93,9 +104,9 @@ double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, 
 }
 
 /// The same for sequences laid out one after another: sequence s at steps [offsets[s], offsets[s + 1]).
-template <class View>
+template <class Policy = void, class View>
 double scan_mat2(View&& view, const std::vector<index_t>& offsets, const ptest::scan_flags& f) {
-  return scan_mat2_at(
+  return scan_mat2_at<Policy>(
       view, std::size_t(offsets.back()), index_t(offsets.size()) - 1,
       [&](index_t s) { return offsets[std::size_t(s) + 1] - offsets[std::size_t(s)]; },
       [&](index_t s, index_t t) { return std::size_t(offsets[std::size_t(s)] + t); }, f);
@@ -113,39 +124,44 @@ TEST_CASE("look-back: 2x2 matrix products (16-byte states, non-commutative), lon
       }
 }
 
+/// The fp32 linear recurrence (8-byte states) and cumsum (4-byte) of one sequence of T steps `shift`
+/// elements into its buffers, under `Policy`, against fp64; the element before a shifted view stays poisoned.
+template <class Policy = void>
+void check_recurrence_and_sum(index_t T, index_t shift, bool reverse) {
+  INFO("T = " << T << ", shift " << shift << (reverse ? ", reverse" : ""));
+  const std::size_t n = std::size_t(T + shift);
+  ptest::buffer<float> a(n), b(n), y(n), z(n);
+  ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
+  ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
+  ptest::fill(y, [] { return NAN; });
+  ptest::fill(z, [] { return NAN; });
+  parascan::options<float> opts;
+  opts.reverse = reverse;
+  prefix_scan_with<Policy>(parascan::ops::linear_recurrence<float>{},
+                           parascan::inputs(view_of(a.data(), 1, T, shift), view_of(b.data(), 1, T, shift)),
+                           view_of(y.data(), 1, T, shift), opts);
+  prefix_scan_with<Policy>(parascan::ops::sum<float>{}, view_of(b.data(), 1, T, shift), view_of(z.data(), 1, T, shift),
+                           opts);
+  y.download();
+  z.download();
+  ptest::error_meter rec, sum;
+  double x = 0, s = 0;
+  for (index_t p = 0; p < T; ++p) {
+    const std::size_t t = std::size_t(shift + (reverse ? T - 1 - p : p));
+    x = double(a.host[t]) * x + double(b.host[t]);
+    s += double(b.host[t]);
+    rec.add(y.host[t], x);
+    sum.add(z.host[t], s);
+  }
+  CHECK(rec.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+  CHECK(sum.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+  if (shift == 1) CHECK((std::isnan(y.host[0]) && std::isnan(z.host[0])));
+}
+
 TEST_CASE("look-back: fp32 linear recurrence (8-byte states) and cumsum (4-byte), unaligned and reversed") {
   for (const index_t T : {3000017, 70001})
     for (const index_t shift : {0, 1})
-      for (const bool reverse : {false, true}) {
-        INFO("T = " << T << ", shift " << shift << (reverse ? ", reverse" : ""));
-        const std::size_t n = std::size_t(T + shift);
-        ptest::buffer<float> a(n), b(n), y(n), z(n);
-        ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
-        ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
-        ptest::fill(y, [] { return NAN; });  // poisoned: the element before a shifted view must stay so
-        ptest::fill(z, [] { return NAN; });
-        parascan::options<float> opts;
-        opts.reverse = reverse;
-        parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
-                              parascan::inputs(view_of(a.data(), 1, T, shift), view_of(b.data(), 1, T, shift)),
-                              view_of(y.data(), 1, T, shift), opts);
-        parascan::prefix_scan(ptest::exec(), parascan::ops::sum<float>{}, view_of(b.data(), 1, T, shift),
-                              view_of(z.data(), 1, T, shift), opts);
-        y.download();
-        z.download();
-        ptest::error_meter rec, sum;
-        double x = 0, s = 0;
-        for (index_t p = 0; p < T; ++p) {
-          const std::size_t t = std::size_t(shift + (reverse ? T - 1 - p : p));
-          x = double(a.host[t]) * x + double(b.host[t]);
-          s += double(b.host[t]);
-          rec.add(y.host[t], x);
-          sum.add(z.host[t], s);
-        }
-        CHECK(rec.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
-        CHECK(sum.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
-        if (shift == 1) CHECK((std::isnan(y.host[0]) && std::isnan(z.host[0])));
-      }
+      for (const bool reverse : {false, true}) check_recurrence_and_sum(T, shift, reverse);
 }
 
 TEST_CASE("look-back: packed sequences of unequal lengths, one empty (tiles past a sequence's end)") {
@@ -159,7 +175,10 @@ TEST_CASE("look-back: packed sequences of unequal lengths, one empty (tiles past
   }
 }
 
-TEST_CASE("look-back: bf16 gates and tokens (2-byte inputs, fp32 state), both directions") {
+/// The fp32 linear recurrence of bf16 gates and tokens (2-byte inputs, fp32 state) under `Policy`, both
+/// directions, against fp64 (the bf16 output's rounding allowed).
+template <class Policy = void>
+void check_bf16_recurrence() {
   const index_t T = 400009;
   const std::size_t n = std::size_t(T);
   ptest::buffer<ptest::bf16> a(n), b(n), y(n);
@@ -169,9 +188,9 @@ TEST_CASE("look-back: bf16 gates and tokens (2-byte inputs, fp32 state), both di
     INFO((reverse ? "reverse" : "forward"));
     parascan::options<float> opts;  // the operator's output type: the state's projection
     opts.reverse = reverse;
-    parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
-                          parascan::inputs(parascan::single(a.data(), T), parascan::single(b.data(), T)),
-                          parascan::single(y.data(), T), opts);
+    prefix_scan_with<Policy>(parascan::ops::linear_recurrence<float>{},
+                             parascan::inputs(parascan::single(a.data(), T), parascan::single(b.data(), T)),
+                             parascan::single(y.data(), T), opts);
     y.download();
     ptest::error_meter err;
     double x = 0;
@@ -182,6 +201,10 @@ TEST_CASE("look-back: bf16 gates and tokens (2-byte inputs, fp32 state), both di
     }
     CHECK(err.relative() <= 0.5 * 0.0078125 + 1e-6 * (8 + 2 * std::sqrt(double(T))));  // bf16 rounding
   }
+}
+
+TEST_CASE("look-back: bf16 gates and tokens (2-byte inputs, fp32 state), both directions") {
+  check_bf16_recurrence();
 }
 
 TEST_CASE("2-byte states (not published in 4-byte words) keep reduce-then-scan") {
@@ -214,38 +237,95 @@ TEST_CASE("look-back: the same inputs give bit-identical outputs, run after run"
   }
 }
 
+/// `count` sequences of T 2x2 matrices scanned three times under `Policy`: bit-identical reruns, and the
+/// first against fp64.
+template <class Policy>
+void check_mat2_reruns(index_t count, index_t T) {
+  INFO(count << " sequence(s) of " << T);
+  const std::size_t n = std::size_t(count * T);
+  ptest::buffer<mat2> x(n), y(n);
+  ptest::fill(x, random_mat2);
+  std::vector<mat2> first;
+  for (int run = 0; run < 3; ++run) {
+    prefix_scan_with<Policy>(matmul2{}, view_of(x.data(), count, T, 0), view_of(y.data(), count, T, 0));
+    y.download();
+    if (run == 0)
+      first = y.host;
+    else
+      CHECK(std::memcmp(first.data(), y.host.data(), first.size() * sizeof(mat2)) == 0);
+  }
+  ptest::error_meter err;
+  for (index_t s = 0; s < count; ++s) {
+    ref2 c{{1, 0, 0, 1}};
+    for (index_t t = 0; t < T; ++t) {
+      const std::size_t at = std::size_t(s * T + t);
+      c = times(x.host[at], c);
+      for (int i = 0; i < 4; ++i) err.add(first[at].v[i], c.v[i]);
+    }
+  }
+  CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+}
+
 TEST_CASE("look-back: tiles of 32 steps, 2^15 a sequence (look-backs over many windows), bit-identical reruns") {
   // One-warp blocks of one step a thread, many resident a multiprocessor: a tile often finds no inclusive
   // prefix near it and folds many windows of aggregates (lookback.cuh).
   using base = parascan::default_policy<matmul2, parascan::arch::sm90>::type;
   using tiny = parascan::single_pass_tiles<base, parascan::cuda_policy<32, 1, parascan::combine_variant::block, 16, 2>>;
-  for (const index_t count : {1, 2}) {
-    const index_t T = (1 << 20) + 3;
-    INFO(count << " sequence(s) of " << T);
-    const std::size_t n = std::size_t(count * T);
-    ptest::buffer<mat2> x(n), y(n);
-    ptest::fill(x, random_mat2);
-    std::vector<mat2> first;
-    for (int run = 0; run < 3; ++run) {
-      parascan::prefix_scan<tiny>(ptest::exec(), matmul2{}, view_of(x.data(), count, T, 0),
-                                  view_of(y.data(), count, T, 0));
-      y.download();
-      if (run == 0)
-        first = y.host;
-      else
-        CHECK(std::memcmp(first.data(), y.host.data(), first.size() * sizeof(mat2)) == 0);
-    }
-    ptest::error_meter err;
-    for (index_t s = 0; s < count; ++s) {
-      ref2 c{{1, 0, 0, 1}};
-      for (index_t t = 0; t < T; ++t) {
-        const std::size_t at = std::size_t(s * T + t);
-        c = times(x.host[at], c);
-        for (int i = 0; i < 4; ++i) err.add(first[at].v[i], c.v[i]);
+  for (const index_t count : {1, 2}) check_mat2_reruns<tiny>(count, (1 << 20) + 3);
+}
+
+// The look-ahead (cuda/lookahead.cuh): persistent blocks that fold published aggregates forward. Policies
+// with small tiles and no threshold send sequences of 10^4 to 10^6 steps there (hundreds to tens of
+// thousands of tiles, so cursors cross many windows and blocks take many tiles each); tiles of 4096 steps
+// at the default threshold (64 a multiprocessor) are met by one sequence of 2^26 steps.
+template <class Shape, int FromTiles = 1, class Base = parascan::default_policy<matmul2, parascan::arch::sm90>::type>
+using look_ahead_policy = parascan::look_ahead_tiles<Base, Shape, FromTiles>;
+using small_ahead = parascan::lookahead_shape<2, 4, 3, 1>;      // 256-step tiles
+using tiny_ahead = parascan::lookahead_shape<1, 1, 2, 1, 2>;    // 32-step tiles, 2 windows a round trip
+using deep_ahead = parascan::lookahead_shape<2, 8, 6, 4, 8>;    // 512-step tiles, 6 stages, 4 ahead
+
+TEST_CASE("look-ahead: 2x2 matrix products (non-commutative), one and three sequences, every option") {
+  for (const index_t count : {1, 3})
+    for (const index_t T : {20011, 100003})
+      for (const auto& f : option_sets()) {
+        INFO(count << " sequence(s) of " << T << ", " << ptest::describe(f));
+        std::vector<index_t> offsets;
+        for (index_t s = 0; s <= count; ++s) offsets.push_back(s * T);
+        const auto view = [&](mat2* p) { return view_of(p, count, T, 0); };
+        const double bound = 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2;
+        CHECK(scan_mat2<look_ahead_policy<small_ahead>>(view, offsets, f) <= bound);
+        CHECK(scan_mat2<look_ahead_policy<deep_ahead>>(view, offsets, f) <= bound);
       }
-    }
-    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+}
+
+TEST_CASE("look-ahead: packed sequences of unequal lengths, one empty (tiles past a sequence's end)") {
+  std::vector<index_t> offsets{0};
+  for (const index_t n : {100003, 0, 99000, 70001}) offsets.push_back(offsets.back() + n);
+  const index_t N = index_t(offsets.size()) - 1, total = offsets.back();
+  for (const auto& f : option_sets()) {
+    INFO(ptest::describe(f));
+    CHECK(scan_mat2<look_ahead_policy<small_ahead>>(
+              [&](mat2* p) { return parascan::packed_dt(p, offsets.data(), N, 1, total); }, offsets, f) <=
+          1e-6 * (8 + 2 * std::sqrt(100003.0)) * 2);
   }
+}
+
+TEST_CASE("look-ahead: fp32 linear recurrence and cumsum, unaligned and reversed, small and 4096-step tiles") {
+  for (const index_t shift : {0, 1})
+    for (const bool reverse : {false, true}) {
+      check_recurrence_and_sum<look_ahead_policy<small_ahead>>(70001, shift, reverse);
+      check_recurrence_and_sum<look_ahead_policy<deep_ahead>>(300007, shift, reverse);
+      check_recurrence_and_sum<look_ahead_policy<parascan::lookahead_shape<8, 16, 6, 3>, 64>>((index_t(1) << 26) + 7,
+                                                                                           shift, reverse);
+    }
+}
+
+TEST_CASE("look-ahead: tiles of 32 steps, 2^20 a sequence, two sequences, bit-identical reruns") {
+  for (const index_t count : {1, 2}) check_mat2_reruns<look_ahead_policy<tiny_ahead>>(count, (1 << 20) + 3);
+}
+
+TEST_CASE("look-ahead: bf16 gates and tokens (2-byte inputs, fp32 state), both directions") {
+  check_bf16_recurrence<look_ahead_policy<parascan::lookahead_shape<2, 8, 3, 1>>>();
 }
 
 // Channel groups (lanes across adjacent sequences: (B, T, D), packed (total, D)) split in time for lack

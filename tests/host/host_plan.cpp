@@ -145,6 +145,30 @@ TEST_CASE("plan: split prefix scans of small states run the single-pass look-bac
   CHECK(!parascan::runs_single_pass(channels, 8, one, tile));  // time strided: (B, T, D)
 }
 
+TEST_CASE("plan: single passes with many tiles a multiprocessor take the look-ahead, the rest the look-back") {
+  const index_t tile = 4 * 32 * 32;  // the look-ahead's default tile for fp32 pairs (lookahead.cuh)
+  const batch_shape one{1, index_t(1) << 28, false}, mid{1, index_t(1) << 24, false};
+  const auto split = plan_scan(pair_warp, group_kind::warp, one, h200_sms, 8);
+  REQUIRE(split.splits > 1);
+  CHECK(parascan::runs_look_ahead(split, 8, one, tile, h200_sms));  // 65536 tiles: 496 a multiprocessor
+  const auto split_mid = plan_scan(pair_warp, group_kind::warp, mid, h200_sms, 8);
+  REQUIRE(split_mid.splits > 1);
+  CHECK(!parascan::runs_look_ahead(split_mid, 8, mid, tile, h200_sms));    // 4096 tiles: 31 a multiprocessor
+  CHECK(parascan::runs_look_ahead(split_mid, 8, mid, tile, h200_sms, 31));  // a policy's lower threshold
+  CHECK(!parascan::runs_look_ahead(split_mid, 8, mid, tile, h200_sms, 32));
+  // Three sequences of 2^23: the batch's tiles count (3 x 2048 = 6144 = 46 a multiprocessor).
+  const batch_shape three{3, index_t(1) << 23, false};
+  const auto split_three = plan_scan(pair_warp, group_kind::warp, three, h200_sms, 8);
+  REQUIRE(split_three.splits > 1);
+  CHECK(parascan::runs_look_ahead(split_three, 8, three, tile, h200_sms, 46));
+  CHECK(!parascan::runs_look_ahead(split_three, 8, three, tile, h200_sms, 47));
+  // Only where the look-back would run at all.
+  CHECK(!parascan::runs_look_ahead(split, 32, one, tile, h200_sms));  // does not shuffle
+  auto ragged = split;
+  ragged.ragged = true;
+  CHECK(!parascan::runs_look_ahead(ragged, 8, one, tile, h200_sms));
+}
+
 TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-back tiles") {
   const index_t tile = 64;  // 4 stages of 16 fp32-pair rows
   const batch_shape few{1536, 65536, true}, many{8 * 1536, 4096, true};

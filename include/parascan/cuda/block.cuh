@@ -33,7 +33,10 @@ struct running_prefix {
   }
 };
 
-template <int THREADS>
+/// FIRST_WARP > 0: the group is warps [FIRST_WARP, FIRST_WARP + THREADS / 32) of a larger block, whose other
+/// warps do something else (the look-ahead warp of lookahead.cuh); they sync by named barrier 1 rather
+/// than __syncthreads.
+template <int THREADS, int FIRST_WARP = 0>
 struct block_group {
   static constexpr group_kind kind = group_kind::block;
   static constexpr int block_threads = THREADS;
@@ -51,19 +54,26 @@ struct block_group {
     warp_scan_storage<S> warp[warps];
   };
 
-  __device__ int rank() const { return int(threadIdx.x); }
+  __device__ int rank() const { return int(threadIdx.x) - FIRST_WARP * warp_threads; }
   __device__ int group_in_block() const { return 0; }
+  /// Waits for the group's threads (all of them call it).
+  __device__ __forceinline__ static void sync() {
+    if constexpr (FIRST_WARP == 0)
+      __syncthreads();
+    else
+      asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
+  }
 
   template <class Op, class Prefix>
   __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>& thread_total, Prefix& prefix,
                                                         temp_storage<state_t<Op>>& temp) {
     using S = state_t<Op>;
-    const int warp = int(threadIdx.x) / warp_threads, lane = int(threadIdx.x) % warp_threads;
+    const int warp = rank() / warp_threads, lane = int(threadIdx.x) % warp_threads;
     const auto in_warp = warp_scan(op, thread_total, temp.warp[warp]);
     S* totals = temp.warp_total[parity_];
     parity_ ^= 1;
     if (lane == warp_threads - 1) totals[warp] = in_warp.total;
-    __syncthreads();
+    sync();
     // Every warp scans the warp totals itself: no second barrier, and every thread knows the block total
     // (the running carry then needs no broadcast; the look-back's callback broadcasts its prefix). A few
     // totals are folded in turn; from 8, across the lanes (log2 combines a thread, not warps - 1).

@@ -342,6 +342,11 @@ template <class Tiles, class Op, class Pack, class Outs>
 bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
                   cudaStream_t stream);
 
+/// The single-pass look-ahead (lookahead.cuh, included at the end of this file).
+template <class Shape, class Op, class Pack, class Outs>
+bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
+                   cudaStream_t stream);
+
 /// The channel groups' single pass (channel_lookback.cuh, included at the end of this file).
 template <class Op, class Pack>
 constexpr bool channel_lookback_fits();
@@ -440,6 +445,13 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     return;
   }
   if constexpr (WRITE && Group::warp_contiguous && shuffles_state<state_t<Op>> && sizeof(state_t<Op>) % 4 == 0) {
+    if constexpr (detail::has_lookahead_policy<Policy>::value) {  // opt-in: see lookahead.cuh
+      using Ahead = typename Policy::lookahead_policy;
+      if (runs_look_ahead(plan, int(sizeof(state_t<Op>)), shape, Ahead::tile, multiprocessors(),
+                          Policy::lookahead_from) &&
+          single_pass_enabled() && look_ahead_enabled() && run_lookahead<Ahead>(a, shape, alloc, stream))
+        return;
+    }
     using Tiles = typename lookback_tiles<Policy, Op, Pack>::type;
     if (runs_single_pass(plan, int(sizeof(state_t<Op>)), shape, index_t(Tiles::tile)) && single_pass_enabled() &&
         run_lookback<Tiles>(a, shape, alloc, stream))
@@ -525,5 +537,6 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
 #include "channel_block_lookback.cuh"
 #include "channel_lookback.cuh"
 #include "channel_slices.cuh"
+#include "lookahead.cuh"
 #include "lookback.cuh"
 #include "matrix.cuh"

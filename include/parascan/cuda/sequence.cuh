@@ -11,8 +11,9 @@ namespace parascan::engine {
 /// One tile of a group: lifts the thread's ITEMS steps from `first` (from the warp's completed `stage` of
 /// chunk w, or loaded directly when `stage` is null), scans them across the group from the state the
 /// prefix callback gives for the tile (block.cuh) and, when WRITE, writes emit() of each step (project() by default) to `out`. Once read,
-/// the stage (stage_bytes) regroups the outputs that cannot leave as aligned vectors (warp_io.cuh).
-template <int ITEMS, bool WRITE, class Group, class Op, class Cursors, class Outs, class Prefix>
+/// the stage (stage_bytes) regroups the outputs that cannot leave as aligned vectors (warp_io.cuh), and
+/// with COALESCE all of them (store_items).
+template <int ITEMS, bool WRITE, bool COALESCE = false, class Group, class Op, class Cursors, class Outs, class Prefix>
 __device__ __forceinline__ void scan_tile(Group& group, typename Group::template temp_storage<state_t<Op>>& temp,
                                           const Op& op, const Cursors& in, const Outs& out, const warp_chunk<ITEMS>& w,
                                           index_t first, unsigned char* stage, int stage_bytes, bool exclusive,
@@ -70,7 +71,7 @@ __device__ __forceinline__ void scan_tile(Group& group, typename Group::template
       }
     }
     if constexpr (Group::warp_contiguous)
-      store_outputs<ITEMS>(out, w, first, values, stage, stage_bytes);
+      store_outputs<ITEMS, COALESCE>(out, w, first, values, stage, stage_bytes);
     else
       store_all_values<ITEMS>(out, w.n, first, w.begin, w.end, w.reverse, values);
   }

@@ -656,7 +656,10 @@ __device__ __forceinline__ void lift_direct(const Op& op, const cursor_pack<T...
 /// contiguous output goes through `buffer` (a consumed stage of at least chunk_layout<ITEMS, Out>::bytes,
 /// or null) and out lane-consecutively, so that a misaligned view or a ragged tail still writes whole
 /// sectors; without a buffer, or for a strided output, element by element. All 32 lanes call it.
-template <int ITEMS, class Out>
+/// COALESCE: a full aligned chunk also goes through the buffer (in the stage's layout) when there is one,
+/// and out as 32 consecutive pieces a store, rather than each lane's run from registers (a piece in each
+/// of 32 lines a store, half sectors for 4-byte elements of 32 items: the look-ahead's tiles).
+template <int ITEMS, bool COALESCE = false, class Out>
 __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_chunk<ITEMS>& w, index_t first,
                                             const Out (&values)[ITEMS], unsigned char* buffer) {
   using L = chunk_layout<ITEMS, Out>;
@@ -677,6 +680,21 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
         }
         piece_t pieces[L::pieces_per_lane];
         std::memcpy(pieces, static_cast<const void*>(mem), sizeof pieces);
+        if (COALESCE && buffer != nullptr) {
+          const int run = w.reverse ? 31 - lane : lane;
+          __syncwarp();  // every lane has read its inputs from the buffer
+#pragma unroll
+          for (int q = 0; q < L::pieces_per_lane; ++q)
+            *reinterpret_cast<piece_t*>(buffer + L::slot(run * L::pieces_per_lane + q) * L::piece) = pieces[q];
+          __syncwarp();
+#pragma unroll
+          for (int k = 0; k < L::pieces_per_lane; ++k) {
+            const int p = k * 32 + lane;
+            __stcs(reinterpret_cast<piece_t*>(lowest) + p,
+                   *reinterpret_cast<const piece_t*>(buffer + L::slot(p) * L::piece));
+          }
+          return;
+        }
         piece_t* dst = lane_run<piece_t>(lowest, lane, w.reverse, L::pieces_per_lane);
         // Evict-first stores (st.global.cs): a scan never reads its outputs back, and marking them first
         // out of the L2 leaves it to the inputs' lines in flight (a stream's tiles prefetched into the
@@ -712,15 +730,16 @@ __device__ __forceinline__ void store_items(const cursor<Out>& out, const warp_c
 
 /// store_items for every output, each regrouped through `buffer` (stage_bytes long) when it fits there.
 /// The outputs go one after the other: store_items syncs the warp before it fills the buffer.
-template <int ITEMS>
+template <int ITEMS, bool COALESCE = false>
 __device__ __forceinline__ void store_outputs(const output_cursors<>&, const warp_chunk<ITEMS>&, index_t,
                                               const output_items<ITEMS>&, unsigned char*, int) {}
-template <int ITEMS, class H, class... R>
+template <int ITEMS, bool COALESCE = false, class H, class... R>
 __device__ __forceinline__ void store_outputs(const output_cursors<H, R...>& out, const warp_chunk<ITEMS>& w,
                                               index_t first, const output_items<ITEMS, H, R...>& values,
                                               unsigned char* buffer, int stage_bytes) {
-  store_items<ITEMS>(out.head, w, first, values.head, chunk_layout<ITEMS, H>::bytes <= stage_bytes ? buffer : nullptr);
-  store_outputs<ITEMS>(out.tail, w, first, values.tail, buffer, stage_bytes);
+  store_items<ITEMS, COALESCE>(out.head, w, first, values.head,
+                               chunk_layout<ITEMS, H>::bytes <= stage_bytes ? buffer : nullptr);
+  store_outputs<ITEMS, COALESCE>(out.tail, w, first, values.tail, buffer, stage_bytes);
 }
 
 }  // namespace parascan::engine

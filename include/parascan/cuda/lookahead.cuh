@@ -1,0 +1,284 @@
+// Single-pass scan of few long sequences by look-ahead, the design of CCCL's newer scan (a description of
+// it, no code taken: bench/results/cccl-lookahead-scan-study-2026-11-29.md; the probe it was tried in:
+// bench/lookahead_probe.cu), for few long sequences with many tiles a resident block.
+//
+// - Persistent blocks of 1 + WARPS warps take tiles (WARPS x 32 x ITEMS steps) in increasing order from a
+//   global counter, so a tile only ever waits on tiles already taken by running blocks.
+// - The compute warps keep STAGES tiles in a ring of shared-memory stages (warp_io.cuh's stage_inputs): at
+//   their tile k they issue the loads of tile k + STAGES - 1, reduce tile k + AHEAD and publish its
+//   aggregate at once, then scan tile k from the prefix the look-ahead warp hands them and write it.
+//   Aggregates never wait on a prefix: no tile's aggregate waits on another block's scan, and nothing but
+//   aggregates is published.
+// - The look-ahead warp keeps a cursor over its sequence's tiles from the first and P, the fold of every
+//   aggregate before it, in aligned windows of 32 tiles (each window's total by one order-keeping warp
+//   tree, windows folded left to right); a tile's prefix is P folded with the same tree over its window's
+//   aggregates before it (identity-padded). The bracketing depends on the tile's index only, so results
+//   are bit-identical from run to run (deterministic for a shape and policy).
+// - The two roles hand tile indices and prefixes over through shared memory with block-scope release /
+//   acquire counters; the compute warps sync among themselves with a named barrier (block_group<T, 1>).
+//
+// Opt-in (a policy's look_ahead_tiles, policy.hpp), not a default: the probe's lean kernel reaches 77% of
+// copy on one fp32 recurrence of 2^28 steps and 83-86% on the sum (CUB InclusiveSum 73% in the same run),
+// but this generic one, on the engine's staging and scan_tile, 44.6 / 48.8% against the block-a-tile
+// look-back's 57.6 / 45.3% (H200, 2026-11-29, bench/results/h200-lookahead-engine-2026-11-29.log). ncu
+// (2^26): the same issue rate as the probe (0.33 warps a scheduler a cycle) over twice the cycles, 168-255
+// registers against the probe's 92-103, 39% excessive shared wavefronts (none in the probe): the engine
+// path executes about twice the instructions. What to close first: that instruction count.
+#pragma once
+
+#include <cuda/atomic>
+
+#include "lookback.cuh"
+
+namespace parascan::engine {
+
+/// The window's 32 states (one a lane) folded in lane order by a fixed tree; every lane returns it.
+template <class Op>
+__device__ __forceinline__ state_t<Op> window_total(const Op& op, state_t<Op> v) {
+  const int lane = int(threadIdx.x) % warp_threads;
+#pragma unroll
+  for (int d = 1; d < warp_threads; d *= 2) {
+    const state_t<Op> right = shuffle_from(v, min(lane + d, warp_threads - 1));
+    if ((lane & (2 * d - 1)) == 0) v = op(v, right);
+  }
+  return shuffle_from(v, 0);
+}
+
+/// What the two roles of a look-ahead block hand over in shared memory.
+template <class S, int WARPS, int STAGES>
+struct lookahead_control {
+  static constexpr int ring = STAGES + 2;
+  S warp_totals[STAGES][WARPS];  // of the tile reduced from stage j, at j % STAGES
+  S prefix[2];                   // the prefix of the block's tile j at j % 2
+  unsigned claimed[ring];        // the block's tile j at j % ring
+  int claims_out;                // claimed[j] readable for j < claims_out
+  int prefix_out;                // prefix of tile j out for j < prefix_out
+  int prefix_used;               // the compute warps are done with the prefixes j < prefix_used
+};
+
+template <class T>
+__device__ __forceinline__ T acquire(T& v) {
+  return cuda::atomic_ref<T, cuda::thread_scope_block>(v).load(cuda::memory_order_acquire);
+}
+template <class T>
+__device__ __forceinline__ void release(T& v, T value) {
+  cuda::atomic_ref<T, cuda::thread_scope_block>(v).store(value, cuda::memory_order_release);
+}
+
+/// The look-ahead warp: prefixes for the block's tiles, in the order the block took them.
+template <class Shape, class Op, class Pack, class Outs>
+__device__ __forceinline__ void look_ahead(const segment_args<Op, Pack, Outs>& a, lookahead_control<state_t<Op>, Shape::warps, Shape::stages>& ctl,
+                           flagged<state_t<Op>>* aggregates, index_t tiles_per_sequence, unsigned tiles) {
+  using S = state_t<Op>;
+  constexpr int W = Shape::windows, ring = lookahead_control<S, Shape::warps, Shape::stages>::ring;
+  const int lane = int(threadIdx.x) % warp_threads;
+  index_t sequence = -1, cursor = 0;  // P folds the aggregates of the sequence's tiles before the cursor
+  S P = a.op.identity();
+  for (int k = 0;; ++k) {
+    while (acquire(ctl.claims_out) <= k) __nanosleep(20);
+    const unsigned t = ctl.claimed[k % ring];
+    if (t >= tiles) return;
+    const index_t s = index_t(t) < tiles_per_sequence ? 0 : index_t(t / unsigned(tiles_per_sequence));
+    if (s != sequence) {
+      sequence = s;
+      cursor = s * tiles_per_sequence;
+      P = start_state(a.op, a.initial, s);
+    }
+    // One round trip reads the aggregates of up to W windows from the cursor, those below t: whole windows
+    // fold into P (the cursor moves past them), the window holding t gives t's prefix.
+    S prefix = P;
+    for (;;) {
+      S v[W];
+      bool out[W];
+#pragma unroll
+      for (int b = 0; b < W; ++b) {
+        v[b] = a.op.identity();
+        out[b] = cursor + 32 * b + lane >= index_t(t);  // not needed
+      }
+      for (;;) {
+        bool all = true;
+#pragma unroll
+        for (int b = 0; b < W; ++b) {
+          if (!out[b]) out[b] = read_published(aggregates + cursor + 32 * b + lane, v[b]);
+          all = all && out[b];
+        }
+        if (__all_sync(full_mask, all)) break;
+        __nanosleep(32);
+      }
+      S total[W];  // independent trees, side by side
+#pragma unroll
+      for (int b = 0; b < W; ++b) total[b] = window_total(a.op, v[b]);
+      bool done = false;
+#pragma unroll
+      for (int b = 0; b < W; ++b) {
+        if (done) continue;
+        if (cursor + 32 <= index_t(t)) {
+          P = a.op(P, total[b]);
+          cursor += 32;
+        } else {
+          prefix = cursor == index_t(t) ? P : a.op(P, total[b]);
+          done = true;
+        }
+      }
+      if (done) break;
+    }
+    while (acquire(ctl.prefix_used) < k - 1) __nanosleep(20);  // prefix[k % 2] is free
+    if (lane == 0) {
+      ctl.prefix[k % 2] = prefix;
+      release(ctl.prefix_out, k + 1);
+    }
+    __syncwarp();
+  }
+}
+
+/// Tile t of the batch: its sequence s, its index k in it, where its chunk grid starts (`base`), the
+/// sequence's inputs and the chunk of the warp `warp_offset` steps into the tile.
+template <int ITEMS, class In>
+struct lookahead_tile {
+  index_t s, k, base;
+  In in;
+  warp_chunk<ITEMS> chunk;
+};
+template <int ITEMS, index_t TILE, class Op, class Pack, class Outs>
+__device__ __forceinline__ auto lookahead_tile_at(const segment_args<Op, Pack, Outs>& a, unsigned t,
+                                                  index_t tiles_per_sequence, index_t warp_offset) {
+  // 32-bit division (tiles < 2^31), none for one sequence: this runs three times a tile.
+  const index_t s = index_t(t) < tiles_per_sequence ? 0 : index_t(t / unsigned(tiles_per_sequence));
+  const index_t k = index_t(t) - s * tiles_per_sequence, n = a.in.head.length_of(s);
+  const auto in = bind(a.in, s);
+  const index_t base = aligned_origin<ITEMS>(in.head, n, 0, n, a.reverse) + k * TILE;
+  return lookahead_tile<ITEMS, decltype(in)>{s, k, base, in, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse}};
+}
+
+extern __shared__ __align__(16) unsigned char parascan_lookahead_stages[];
+
+/// Blocks of 1 + Shape::warps warps over `tiles` tiles of the batch (tile t: tile t % tiles_per_sequence of
+/// sequence t / tiles_per_sequence, on the first input's aligned chunk grid as in lookback.cuh), taken
+/// from `next_tile`; `aggregates` (tiles of them) and `next_tile` zeroed before the launch.
+template <class Shape, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(Shape::threads, 1)
+    lookahead_kernel(const segment_args<Op, Pack, Outs> a, flagged<state_t<Op>>* aggregates, unsigned* next_tile,
+                     const index_t tiles_per_sequence, const unsigned tiles) {
+  using S = state_t<Op>;
+  constexpr int WARPS = Shape::warps, ITEMS = Shape::items, STAGES = Shape::stages, AHEAD = Shape::ahead;
+  using Group = block_group<WARPS * warp_threads, 1>;
+  using Control = lookahead_control<S, WARPS, STAGES>;
+  using temp_t = typename Group::template temp_storage<S>;
+  constexpr int ring = Control::ring;
+  constexpr int stage_bytes = staging_plan<Group, ITEMS, 1, Op, Pack>::stage_bytes;
+  __shared__ alignas(16) unsigned char control_bytes[sizeof(Control)];
+  __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
+  Control& ctl = *reinterpret_cast<Control*>(control_bytes);
+  if (threadIdx.x == 0) ctl.claims_out = ctl.prefix_out = ctl.prefix_used = 0;
+  __syncthreads();  // the only barrier of the whole block
+  if (threadIdx.x < warp_threads) return look_ahead<Shape>(a, ctl, aggregates, tiles_per_sequence, tiles);
+
+  temp_t& temp = *reinterpret_cast<temp_t*>(temp_bytes);
+  Group group;
+  const int w = group.rank() / warp_threads, lane = int(threadIdx.x) % warp_threads;
+  const bool leader = group.rank() == 0;
+  const index_t offset = index_t(group.rank()) * ITEMS, warp_offset = offset - index_t(lane) * ITEMS;
+  const auto stage = [&](int j) { return parascan_lookahead_stages + ((j % STAGES) * WARPS + w) * stage_bytes; };
+  const auto at = [&](unsigned t) { return lookahead_tile_at<ITEMS, Shape::tile>(a, t, tiles_per_sequence, warp_offset); };
+  const auto load = [&](unsigned t, int j) {  // this warp's chunk of tile t into stage j (one commit always)
+    if (t < tiles) {
+      const auto x = at(t);
+      stage_inputs<ITEMS>(x.in, x.chunk, stage(j));
+    }
+    __pipeline_commit();
+  };
+  const auto reduce = [&](unsigned t, int j) {  // publishes tile t's aggregate from stage j
+    if (t >= tiles) return;
+    const auto x = at(t);
+    S items[ITEMS];
+    lift_staged<ITEMS>(a.op, x.in, x.chunk, x.base + offset, stage(j), items);
+    const S total = window_total(a.op, thread_fold<ITEMS>(a.op, items));
+    if (lane == 0) ctl.warp_totals[j % STAGES][w] = total;
+    Group::sync();
+    if (leader) {
+      S aggregate = ctl.warp_totals[j % STAGES][0];
+#pragma unroll
+      for (int v = 1; v < WARPS; ++v) aggregate = a.op(aggregate, ctl.warp_totals[j % STAGES][v]);
+      publish(aggregates + t, aggregate);
+    }
+  };
+
+  if (leader) {
+    for (int j = 0; j < STAGES; ++j) ctl.claimed[j] = atomicAdd(next_tile, 1u);
+    release(ctl.claims_out, STAGES);
+  }
+  Group::sync();
+  for (int j = 0; j < STAGES - 1; ++j) load(ctl.claimed[j], j);
+  __pipeline_wait_prior(STAGES - 1 - AHEAD);
+  __syncwarp();
+  for (int j = 0; j < AHEAD; ++j) reduce(ctl.claimed[j], j);
+  for (int k = 0;; ++k) {
+    const unsigned t = ctl.claimed[k % ring];
+    if (t >= tiles) return;
+    const unsigned next = leader ? atomicAdd(next_tile, 1u) : 0u;  // the block's tile k + STAGES
+    load(ctl.claimed[(k + STAGES - 1) % ring], k + STAGES - 1);
+    __pipeline_wait_prior(STAGES - 1 - AHEAD);  // tiles up to k + AHEAD have landed (this thread's pieces)
+    __syncwarp();                               // and the warp's
+    reduce(ctl.claimed[(k + AHEAD) % ring], k + AHEAD);
+    const auto x = at(t);
+    const bool last = x.k == tiles_per_sequence - 1;
+    const auto prefix = [&](const S& total) {  // from the look-ahead warp
+      while (acquire(ctl.prefix_out) <= k) __nanosleep(20);
+      const S before = ctl.prefix[k % 2];
+      if (last && leader) a.write_final(x.s, a.op(before, total));
+      return before;
+    };
+    scan_tile<ITEMS, true, true>(group, temp, a.op, x.in, bind_outputs(a.out, x.s), x.chunk, x.base + offset, stage(k),
+                           stage_bytes, a.exclusive, prefix);
+    if (leader) {
+      ctl.claimed[(k + STAGES) % ring] = next;
+      release(ctl.claims_out, k + STAGES + 1);
+    }
+    Group::sync();  // claimed[k + STAGES] is out; every compute thread has its prefix k
+    if (leader) release(ctl.prefix_used, k + 1);
+  }
+}
+
+/// The prefix scan of `shape.count` sequences (at most shape.max_length steps each) in one pass by
+/// look-ahead over tiles of `Shape` (a policy's lookahead_policy); dispatch asks plan.hpp's runs_look_ahead
+/// first. False (nothing run)
+/// where a block's stages would not fit the device's shared memory or there would be 2^31 tiles or more.
+template <class Shape, class Op, class Pack, class Outs>
+bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
+                   cudaStream_t stream) {
+  using S = state_t<Op>;
+  constexpr index_t chunk = index_t(warp_threads) * Shape::items;
+  constexpr int shared =
+      staging_plan<block_group<Shape::warps * warp_threads, 1>, Shape::items, 1, Op, Pack>::stage_bytes *
+      Shape::warps * Shape::stages;
+  const auto kernel = lookahead_kernel<Shape, Op, Pack, Outs>;
+  static std::atomic<int> fits[64] = {}, allowed[64] = {}, resident[64] = {};
+  if (!fits_shared_memory(fits, kernel, std::size_t(shared))) return false;
+  allow_dynamic_shared(allowed, kernel, shared);
+  const int per_multiprocessor = cached_per_device(resident, [&](int) {
+    int blocks = 0;
+    detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Shape::threads, shared),
+                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return std::max(blocks, 1);
+  });
+  // The aligned chunk grid starts up to a chunk before the sequence.
+  const index_t tiles_per_sequence =
+      std::max<index_t>(1, (shape.max_length + chunk - 1 + Shape::tile - 1) / Shape::tile);
+  const index_t tiles = tiles_per_sequence * shape.count;
+  if (tiles > std::numeric_limits<int>::max()) return false;
+  const index_t blocks = std::min<index_t>(tiles, index_t(per_multiprocessor) * multiprocessors());
+  if (log_plans())
+    std::fprintf(stderr, "parascan: single pass (look-ahead): %lld tiles of %lld steps over %lld blocks\n",
+                 static_cast<long long>(tiles), static_cast<long long>(Shape::tile), static_cast<long long>(blocks));
+  const std::size_t status_bytes = std::size_t(tiles) * sizeof(flagged<S>) + 16;  // then the tile counter
+  detail::temp_buffer memory(alloc, stream, status_bytes);
+  detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, status_bytes, stream), "parascan look-ahead status");
+  auto* aggregates = memory.as<flagged<S>>();
+  auto* next_tile = reinterpret_cast<unsigned*>(memory.as<unsigned char>() + status_bytes - 16);
+  kernel<<<unsigned(blocks), Shape::threads, shared, stream>>>(a, aggregates, next_tile, tiles_per_sequence,
+                                                                unsigned(tiles));
+  detail::check_launch("parascan lookahead_kernel");
+  return true;
+}
+
+}  // namespace parascan::engine
