@@ -166,8 +166,9 @@ struct lookahead_shape {
 
 /// A policy whose prefix scans of few long sequences take the look-ahead single pass (cuda/lookahead.cuh)
 /// with tiles of `Shape` (a lookahead_shape) where the batch has at least FromTiles tiles a
-/// multiprocessor, the block-a-tile look-back below that, the rest `Base`. Opt-in: no default policy
-/// has it yet (lookahead.cuh says why; e.g. lookahead_shape<8, 16, 6, 3> for fp32 pairs).
+/// multiprocessor, the block-a-tile look-back below that, the rest `Base`. Without it, only 4-byte states
+/// from one 4-byte input (fp32 cumsum) take the look-ahead (cuda/device.cuh's lookahead_tiles, which says
+/// why; e.g. lookahead_shape<8, 16, 6, 3> for fp32 pairs).
 template <class Base, class Shape, int FromTiles = 64>
 struct look_ahead_tiles : Base {
   using lookahead_policy = Shape;
@@ -179,10 +180,6 @@ template <class Policy, class = void>
 struct has_stream_policy : std::false_type {};
 template <class Policy>
 struct has_stream_policy<Policy, std::void_t<typename Policy::stream_policy>> : std::true_type {};
-template <class Policy, class = void>
-struct has_lookahead_policy : std::false_type {};
-template <class Policy>
-struct has_lookahead_policy<Policy, std::void_t<typename Policy::lookahead_policy>> : std::true_type {};
 template <class Policy, class = void>
 struct has_long_policy : std::false_type {};
 template <class Policy>

@@ -9,8 +9,9 @@
 // long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
 // takes tiles of 32 steps, about 32768 a sequence, so look-backs walk far), which dispatch sends to the
 // look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it). The look-ahead
-// (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; opt-in through a policy) is tested the same ways under
-// policies of small tiles, and at 4096-step tiles from the default threshold (one sequence of 2^26 steps).
+// (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; the default for fp32 cumsum, else through a policy) is
+// tested the same ways under policies of small tiles, at 4096-step tiles from the default threshold (one
+// sequence of 2^26 steps), and by default (a cumsum of 2^27 steps).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -318,6 +319,13 @@ TEST_CASE("look-ahead: fp32 linear recurrence and cumsum, unaligned and reversed
       check_recurrence_and_sum<look_ahead_policy<parascan::lookahead_shape<8, 16, 6, 3>, 64>>((index_t(1) << 26) + 7,
                                                                                            shift, reverse);
     }
+}
+
+TEST_CASE("look-ahead by default: fp32 cumsum of 2^27 steps (the recurrence: the look-back), unaligned, reversed") {
+  // The default policy's look-ahead tiles for 4-byte states (cuda/device.cuh's lookahead_tiles): 8192
+  // steps, from 64 tiles a multiprocessor (16385 tiles here: 124 a multiprocessor on an H200).
+  check_recurrence_and_sum((index_t(1) << 27) + 7, 0, false);
+  check_recurrence_and_sum((index_t(1) << 27) + 7, 1, true);
 }
 
 TEST_CASE("look-ahead: tiles of 32 steps, 2^20 a sequence, two sequences, bit-identical reruns") {

@@ -17,13 +17,15 @@
 // - The two roles hand tile indices and prefixes over through shared memory with block-scope release /
 //   acquire counters; the compute warps sync among themselves with a named barrier (block_group<T, 1>).
 //
-// Opt-in (a policy's look_ahead_tiles, policy.hpp), not a default: the probe's lean kernel reaches 77% of
-// copy on one fp32 recurrence of 2^28 steps and 83-86% on the sum (CUB InclusiveSum 73% in the same run),
-// but this generic one, on the engine's staging and scan_tile, 44.6 / 48.8% against the block-a-tile
-// look-back's 57.6 / 45.3% (H200, 2026-11-29, bench/results/h200-lookahead-engine-2026-11-29.log). ncu
-// (2^26): the same issue rate as the probe (0.33 warps a scheduler a cycle) over twice the cycles, 168-255
-// registers against the probe's 92-103, 39% excessive shared wavefronts (none in the probe): the engine
-// path executes about twice the instructions. What to close first: that instruction count.
+// Dispatch (device.cuh's lookahead_tiles) takes it by default only for 4-byte states from one 4-byte
+// input (fp32 cumsum of 2^28 on an H200: 58.3% of copy against the block-a-tile look-back's 44.6%, CUB
+// InclusiveSum 73.6%), else through a policy's look_ahead_tiles (policy.hpp). The fp32 recurrence reaches
+// 56.3% against the look-back's 57.5%, where the probe's lean kernel (bench/lookahead_probe.cu) reaches
+// 77.0% in the same run (bench/results/h200-lookahead-engine-2026-11-29.log). ncu's source view (2^26)
+// put the difference in instructions, at the same issue rate: 235M warp instructions against the probe's
+// 117M, a quarter of them binding the sequence again for each use of a tile (now kept:
+// lookahead_tiles_of), then the engine's generic staging (reverse-or-not selects an element, two reads of
+// a stage), 39% excessive shared wavefronts.
 #pragma once
 
 #include <cuda/atomic>
@@ -139,16 +141,48 @@ struct lookahead_tile {
   In in;
   warp_chunk<ITEMS> chunk;
 };
+
+/// Where the tiles of a batch's sequences lie, the latest sequence's binding kept: binding a sequence (its
+/// cursors, length and aligned chunk grid) costs about a hundred instructions of address arithmetic, and
+/// each tile is asked for three times (its loads, its reduction, its scan), in increasing order at each.
 template <int ITEMS, index_t TILE, class Op, class Pack, class Outs>
-__device__ __forceinline__ auto lookahead_tile_at(const segment_args<Op, Pack, Outs>& a, unsigned t,
-                                                  index_t tiles_per_sequence, index_t warp_offset) {
-  // 32-bit division (tiles < 2^31), none for one sequence: this runs three times a tile.
-  const index_t s = index_t(t) < tiles_per_sequence ? 0 : index_t(t / unsigned(tiles_per_sequence));
-  const index_t k = index_t(t) - s * tiles_per_sequence, n = a.in.head.length_of(s);
-  const auto in = bind(a.in, s);
-  const index_t base = aligned_origin<ITEMS>(in.head, n, 0, n, a.reverse) + k * TILE;
-  return lookahead_tile<ITEMS, decltype(in)>{s, k, base, in, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse}};
-}
+struct lookahead_tiles_of {
+  using In = decltype(bind(std::declval<const Pack&>(), index_t(0)));
+  using Out = decltype(bind_outputs(std::declval<const Outs&>(), index_t(0)));
+  const segment_args<Op, Pack, Outs>& a;
+  index_t tiles_per_sequence, warp_offset;
+  index_t s = 0, n, origin;  // the bound sequence
+  In in;
+  index_t out_s = 0;  // the sequence `out` is bound to
+  Out out;
+
+  __device__ lookahead_tiles_of(const segment_args<Op, Pack, Outs>& args, index_t per_sequence, index_t offset)
+      : a(args), tiles_per_sequence(per_sequence), warp_offset(offset), in(bind(args.in, 0)),
+        out(bind_outputs(args.out, 0)) {
+    n = a.in.head.length_of(0);
+    origin = aligned_origin<ITEMS>(in.head, n, 0, n, a.reverse);
+  }
+  __device__ __forceinline__ lookahead_tile<ITEMS, In> operator()(unsigned t) {
+    // 32-bit division (tiles < 2^31), none within the first sequence.
+    const index_t at = index_t(t) < tiles_per_sequence ? 0 : index_t(t / unsigned(tiles_per_sequence));
+    if (at != s) {
+      s = at;
+      in = bind(a.in, s);
+      n = a.in.head.length_of(s);
+      origin = aligned_origin<ITEMS>(in.head, n, 0, n, a.reverse);
+    }
+    const index_t k = index_t(t) - s * tiles_per_sequence, base = origin + k * TILE;
+    return {s, k, base, in, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse}};
+  }
+  /// The outputs of sequence `to`.
+  __device__ __forceinline__ const Out& outputs(index_t to) {
+    if (to != out_s) {
+      out_s = to;
+      out = bind_outputs(a.out, to);
+    }
+    return out;
+  }
+};
 
 extern __shared__ __align__(16) unsigned char parascan_lookahead_stages[];
 
@@ -179,7 +213,7 @@ __global__ void __launch_bounds__(Shape::threads, 1)
   const bool leader = group.rank() == 0;
   const index_t offset = index_t(group.rank()) * ITEMS, warp_offset = offset - index_t(lane) * ITEMS;
   const auto stage = [&](int j) { return parascan_lookahead_stages + ((j % STAGES) * WARPS + w) * stage_bytes; };
-  const auto at = [&](unsigned t) { return lookahead_tile_at<ITEMS, Shape::tile>(a, t, tiles_per_sequence, warp_offset); };
+  lookahead_tiles_of<ITEMS, Shape::tile, Op, Pack, Outs> at(a, tiles_per_sequence, warp_offset);
   const auto load = [&](unsigned t, int j) {  // this warp's chunk of tile t into stage j (one commit always)
     if (t < tiles) {
       const auto x = at(t);
@@ -228,7 +262,7 @@ __global__ void __launch_bounds__(Shape::threads, 1)
       if (last && leader) a.write_final(x.s, a.op(before, total));
       return before;
     };
-    scan_tile<ITEMS, true, true>(group, temp, a.op, x.in, bind_outputs(a.out, x.s), x.chunk, x.base + offset, stage(k),
+    scan_tile<ITEMS, true, true>(group, temp, a.op, x.in, at.outputs(x.s), x.chunk, x.base + offset, stage(k),
                            stage_bytes, a.exclusive, prefix);
     if (leader) {
       ctl.claimed[(k + STAGES) % ring] = next;
@@ -266,6 +300,7 @@ bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& sha
       std::max<index_t>(1, (shape.max_length + chunk - 1 + Shape::tile - 1) / Shape::tile);
   const index_t tiles = tiles_per_sequence * shape.count;
   if (tiles > std::numeric_limits<int>::max()) return false;
+  if (tiles == 0) return true;  // (no sequences: nothing to write)
   const index_t blocks = std::min<index_t>(tiles, index_t(per_multiprocessor) * multiprocessors());
   if (log_plans())
     std::fprintf(stderr, "parascan: single pass (look-ahead): %lld tiles of %lld steps over %lld blocks\n",
