@@ -64,9 +64,6 @@ parascan::sequences<E> view_of(E* p, index_t count, index_t T, index_t shift) {
   return count == 1 ? parascan::single(p + shift, T) : parascan::bdt(p + shift, 1, count, T);
 }
 
-/// Runs the 2x2 matrix scan of `view(x)` into `view(y)` with the options `f`, outputs poisoned first, and
-/// returns its error against the fp64 sequential reference (the final states included): `count`
-/// sequences, sequence s of length(s) steps, its step t at where(s, t) of `n`-element buffers.
 /// Runs parascan::prefix_scan under `Policy` (void: the default policy).
 template <class Policy, class... Args>
 void prefix_scan_with(Args&&... args) {
@@ -76,6 +73,10 @@ void prefix_scan_with(Args&&... args) {
     parascan::prefix_scan<Policy>(ptest::exec(), std::forward<Args>(args)...);
 }
 
+/// Runs the 2x2 matrix scan of `view(x)` into `view(y)` under `Policy` with the options `f`, outputs
+/// poisoned first, and returns its error against the fp64 sequential reference (the final states
+/// included): `count` sequences, sequence s of length(s) steps, its step t at where(s, t) of `n`-element
+/// buffers.
 template <class Policy = void, class View, class Length, class Where>
 double scan_mat2_at(View&& view, std::size_t n, index_t count, Length&& length, Where&& where,
                     const ptest::scan_flags& f) {

@@ -383,9 +383,9 @@ struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_po
 
 /// The look-ahead's tiles (lookahead.cuh) and from how many tiles a multiprocessor it runs: the policy's
 /// (look_ahead_tiles), else, for 4-byte states from one 4-byte input (an fp32 cumsum), 16 warps of 16
-/// steps, 4 stages, 2 ahead, from 64 tiles a multiprocessor (one fp32 sum of 2^28 on an H200: 58.3% of
-/// copy against the look-back's 44.6%; 2^26, 62 tiles a multiprocessor: 45.7 against 42.2%); none for the
-/// rest, which the look-back serves better so far (the fp32 recurrence of 2^28: 56.3 against 57.5%).
+/// steps, 4 stages, 2 ahead, from 64 tiles a multiprocessor (one fp32 sum of 2^28 on an H200: 59.6% of
+/// copy against the look-back's 45.1%; at 2^26, 62 tiles a multiprocessor, 45.7 against 42.2%); none for
+/// the rest, which the look-back serves as well so far (the fp32 recurrence of 2^28: 58.2 against 57.6%).
 template <class Policy, class Op, class Pack, class = void>
 struct lookahead_tiles {
   static constexpr bool one_word = sizeof(state_t<Op>) == 4 &&
@@ -400,8 +400,9 @@ struct lookahead_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookahead_
 };
 
 /// Runs a scan (WRITE) or a reduction (results in a.final) with one group kind: whole sequences in one
-/// pass when they fill the device, else (few long sequences) a single-pass look-back for prefix scans
-/// whose states shuffle, reduce-then-scan over segments (fold, carry, rescan) for the rest.
+/// pass when they fill the device, else (few long sequences) a single pass for prefix scans whose states
+/// shuffle (the look-ahead where lookahead_tiles has tiles and there are enough of them, else the
+/// look-back), reduce-then-scan over segments (fold, carry, rescan) for the rest.
 /// `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host (a ragged split counts each
 /// group's segments).
 template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs, class Lengths>

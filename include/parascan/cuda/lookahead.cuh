@@ -18,10 +18,10 @@
 //   acquire counters; the compute warps sync among themselves with a named barrier (block_group<T, 1>).
 //
 // Dispatch (device.cuh's lookahead_tiles) takes it by default only for 4-byte states from one 4-byte
-// input (fp32 cumsum of 2^28 on an H200: 58.3% of copy against the block-a-tile look-back's 44.6%, CUB
-// InclusiveSum 73.6%), else through a policy's look_ahead_tiles (policy.hpp). The fp32 recurrence reaches
-// 56.3% against the look-back's 57.5%, where the probe's lean kernel (bench/lookahead_probe.cu) reaches
-// 77.0% in the same run (bench/results/h200-lookahead-engine-2026-11-29.log). ncu's source view (2^26)
+// input (fp32 cumsum of 2^28 on an H200: 59.6% of copy against the block-a-tile look-back's 45.1%, CUB
+// InclusiveSum 73.8%), else through a policy's look_ahead_tiles (policy.hpp). The fp32 recurrence reaches
+// 58.2% against the look-back's 57.6%, where the probe's lean kernel (bench/lookahead_probe.cu) reaches
+// 77.1% in the same run (bench/results/h200-lookahead-engine-2026-11-29.log). ncu's source view (2^26)
 // put the difference in instructions, at the same issue rate: 235M warp instructions against the probe's
 // 117M, a quarter of them binding the sequence again for each use of a tile (now kept:
 // lookahead_tiles_of), then the engine's generic staging (reverse-or-not selects an element, two reads of
@@ -69,8 +69,10 @@ __device__ __forceinline__ void release(T& v, T value) {
 
 /// The look-ahead warp: prefixes for the block's tiles, in the order the block took them.
 template <class Shape, class Op, class Pack, class Outs>
-__device__ __forceinline__ void look_ahead(const segment_args<Op, Pack, Outs>& a, lookahead_control<state_t<Op>, Shape::warps, Shape::stages>& ctl,
-                           flagged<state_t<Op>>* aggregates, index_t tiles_per_sequence, unsigned tiles) {
+__device__ __forceinline__ void look_ahead(const segment_args<Op, Pack, Outs>& a,
+                                           lookahead_control<state_t<Op>, Shape::warps, Shape::stages>& ctl,
+                                           flagged<state_t<Op>>* aggregates, index_t tiles_per_sequence,
+                                           unsigned tiles) {
   using S = state_t<Op>;
   constexpr int W = Shape::windows, ring = lookahead_control<S, Shape::warps, Shape::stages>::ring;
   const int lane = int(threadIdx.x) % warp_threads;
@@ -263,7 +265,7 @@ __global__ void __launch_bounds__(Shape::threads, 1)
       return before;
     };
     scan_tile<ITEMS, true, true>(group, temp, a.op, x.in, at.outputs(x.s), x.chunk, x.base + offset, stage(k),
-                           stage_bytes, a.exclusive, prefix);
+                                 stage_bytes, a.exclusive, prefix);
     if (leader) {
       ctl.claimed[(k + STAGES) % ring] = next;
       release(ctl.claims_out, k + STAGES + 1);
@@ -274,9 +276,9 @@ __global__ void __launch_bounds__(Shape::threads, 1)
 }
 
 /// The prefix scan of `shape.count` sequences (at most shape.max_length steps each) in one pass by
-/// look-ahead over tiles of `Shape` (a policy's lookahead_policy); dispatch asks plan.hpp's runs_look_ahead
-/// first. False (nothing run)
-/// where a block's stages would not fit the device's shared memory or there would be 2^31 tiles or more.
+/// look-ahead over tiles of `Shape` (device.cuh's lookahead_tiles); dispatch asks plan.hpp's
+/// runs_look_ahead first. False (nothing run) where a block's stages would not fit the device's shared
+/// memory or there would be 2^31 tiles or more.
 template <class Shape, class Op, class Pack, class Outs>
 bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
                    cudaStream_t stream) {
