@@ -191,6 +191,13 @@ constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, const ba
          shape.max_length >= 4 * lookback_tile && 2 * shape.total() >= shape.count * shape.max_length;
 }
 
+/// Tiles of `tile` steps that a single pass (look-back or look-ahead) gives a sequence of at most `longest`
+/// steps: its tiles lie on the first input's aligned chunk grid, which starts up to a chunk (`chunk`
+/// steps) before the sequence; at least one.
+constexpr index_t single_pass_tile_count(index_t longest, index_t chunk, index_t tile) {
+  return std::max<index_t>(1, (longest + chunk - 1 + tile - 1) / tile);
+}
+
 /// Whether a prefix scan that runs_single_pass takes the look-ahead (cuda/lookahead.cuh: persistent
 /// blocks, a cursor a block over published aggregates) on tiles of `tile` steps rather than the
 /// block-a-tile look-back: where the batch has at least `per_multiprocessor` tiles for each of the

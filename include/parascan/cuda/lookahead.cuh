@@ -298,9 +298,7 @@ bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& sha
                        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     return std::max(blocks, 1);
   });
-  // The aligned chunk grid starts up to a chunk before the sequence.
-  const index_t tiles_per_sequence =
-      std::max<index_t>(1, (shape.max_length + chunk - 1 + Shape::tile - 1) / Shape::tile);
+  const index_t tiles_per_sequence = single_pass_tile_count(shape.max_length, chunk, Shape::tile);
   const index_t tiles = tiles_per_sequence * shape.count;
   if (tiles > std::numeric_limits<int>::max()) return false;
   if (tiles == 0) return true;  // (no sequences: nothing to write)

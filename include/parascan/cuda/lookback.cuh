@@ -215,8 +215,7 @@ bool run_lookback(const segment_args<Op, Pack, Outs>& a, const batch_shape& shap
   static std::atomic<int> fits[64] = {}, allowed[64] = {};
   if (!fits_shared_memory(fits, kernel, std::size_t(shared))) return false;  // reduce-then-scan then
   allow_dynamic_shared(allowed, kernel, shared);
-  // The aligned chunk grid starts up to a chunk before the sequence.
-  const index_t tiles_per_sequence = std::max<index_t>(1, (shape.max_length + chunk - 1 + tile - 1) / tile);
+  const index_t tiles_per_sequence = single_pass_tile_count(shape.max_length, chunk, tile);
   const index_t tiles = tiles_per_sequence * shape.count;
   if (tiles > std::numeric_limits<int>::max()) return false;
   if (log_plans())
