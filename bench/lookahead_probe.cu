@@ -25,7 +25,7 @@
 // - Compute warps sync among themselves with a named barrier (bar.sync 1); the two roles hand over tile
 //   indices and prefixes through shared memory with block-scope release / acquire counters.
 //
-// Usage: parascan_lookahead_probe [LOG2_N] (default 28; n a multiple of 4: 16-byte pieces).
+// Usage: [PROBE_ONLY=text] [PROBE_POOL=release] parascan_lookahead_probe [LOG2_N] (default 28; n a multiple of 4: 16-byte pieces).
 #include <cuda/atomic>
 #include <cuda_pipeline.h>
 
@@ -336,6 +336,16 @@ int main(int argc, char** argv) {
   using namespace probe;
   const int log2n = argc > 1 ? std::atoi(argv[1]) : 28;
   const index_t n = index_t(1) << log2n;
+  // As bench/cuda_bench.cu: the default stream-ordered pool keeps its memory (a framework's caching
+  // allocator does), rather than mapping parascan's tile status again after every synchronisation.
+  // PROBE_POOL=release leaves the pool as CUDA sets it.
+  const char* pool_mode = std::getenv("PROBE_POOL");
+  if (pool_mode == nullptr || std::strcmp(pool_mode, "release") != 0) {
+    cudaMemPool_t pool;
+    bench::check_or_exit(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    unsigned long long keep = ~0ull;
+    bench::check_or_exit(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
+  }
   float *a, *b, *y, *ref, *copy_dst;
   void* flush;
   for (float** p : {&a, &b, &y, &ref, &copy_dst}) bench::check_or_exit(cudaMalloc(p, n * 8), "cudaMalloc");
@@ -369,7 +379,10 @@ int main(int argc, char** argv) {
     }
     return worst;
   };
+  // PROBE_ONLY=text: only the variants whose name holds it (one kernel to profile).
+  const char* only = std::getenv("PROBE_ONLY");
   const auto try_probe = [&](const char* what, double bytes_per_step, auto&& run) {
+    if (only != nullptr && std::strstr(what, only) == nullptr) return;
     cudaMemset(y, 0xff, n * 4);
     run();
     bench::check_or_exit(cudaDeviceSynchronize(), what);
@@ -414,10 +427,31 @@ int main(int argc, char** argv) {
     });
   };
   const parascan::ops::linear_recurrence<float> recurrence;
-  engine("recurrence", 12, recurrence, parascan::lookahead_shape<4, 32, 6, 3>{}, a, b);
+  // Warps a block: 1 + WARPS spread over the 4 schedulers, whose 16K registers a warp each share, so a
+  // block of 8 or 16 warps in all leaves a thread twice the registers of one of 9 or 17 (ptxas: 168 and
+  // 96 registers for 9 and 17).
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 6, 3>{}, a, b);
-  engine("recurrence", 12, recurrence, parascan::lookahead_shape<4, 16, 6, 3>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 4, 2>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<7, 16, 6, 3>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<16, 16, 4, 2>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<15, 16, 3, 1>{}, a, b);
+  // (1, 16, n / 16): 16 sequences, against the look-back (under a look-ahead policy from 2^30 tiles a
+  // multiprocessor: never), which also gives the reference.
+  {
+    const auto batch = [&](float* p) { return parascan::bdt(p, 1, 16, long(n / 16)); };
+    using never_ahead =
+        parascan::look_ahead_tiles<parascan::default_policy<parascan::ops::linear_recurrence<float>,
+                                                            parascan::arch::sm90>::type,
+                                   parascan::lookahead_shape<8, 16, 4, 2>, 1 << 30>;
+    parascan::prefix_scan<never_ahead>(parascan::cuda{}, recurrence, parascan::inputs(batch(a), batch(b)), batch(ref));
+    bench::check_or_exit(cudaDeviceSynchronize(), "reference");
+    try_probe("recurrence (1, 16, n/16) parascan prefix_scan", 12, [&] {
+      parascan::prefix_scan(parascan::cuda{}, recurrence, parascan::inputs(batch(a), batch(b)), batch(y));
+    });
+    try_probe("recurrence (1, 16, n/16) look-back", 12, [&] {
+      parascan::prefix_scan<never_ahead>(parascan::cuda{}, recurrence, parascan::inputs(batch(a), batch(b)), batch(y));
+    });
+  }
   // fp32 sum: CUB's InclusiveSum as the reference and the baseline to beat.
   std::size_t temp_bytes = 0;
   cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, b, ref, n);
@@ -431,10 +465,12 @@ int main(int argc, char** argv) {
   });
   look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 31, 6, 3, 4>{});
   const parascan::ops::sum<float> sum;
-  engine("sum", 8, sum, parascan::lookahead_shape<8, 32, 6, 3>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<8, 16, 6, 3>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<16, 16, 6, 3>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<16, 16, 4, 2>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 6, 3>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 4, 2>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<7, 32, 6, 3>{}, b);
   bench::check_or_exit(cudaGetLastError(), "probe");
   return 0;
 }

@@ -167,8 +167,8 @@ struct lookahead_shape {
 /// A policy whose prefix scans of few long sequences take the look-ahead single pass (cuda/lookahead.cuh)
 /// with tiles of `Shape` (a lookahead_shape) where the batch has at least FromTiles tiles a
 /// multiprocessor, the block-a-tile look-back below that, the rest `Base`. Without it, only 4-byte states
-/// from one 4-byte input (fp32 cumsum) take the look-ahead (cuda/device.cuh's lookahead_tiles, which says
-/// why; e.g. lookahead_shape<8, 16, 6, 3> for fp32 pairs).
+/// from one 4-byte input (fp32 cumsum) and 8-byte states from two (the fp32 recurrence) take the
+/// look-ahead (cuda/device.cuh's lookahead_tiles, which says why and with which shapes).
 template <class Base, class Shape, int FromTiles = 64>
 struct look_ahead_tiles : Base {
   using lookahead_policy = Shape;

@@ -9,9 +9,10 @@
 // long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
 // takes tiles of 32 steps, about 32768 a sequence, so look-backs walk far), which dispatch sends to the
 // look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it). The look-ahead
-// (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; the default for fp32 cumsum, else through a policy) is
-// tested the same ways under policies of small tiles, at 4096-step tiles from the default threshold (one
-// sequence of 2^26 steps), and by default (a cumsum of 2^27 steps).
+// (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; the default for fp32 cumsum and the fp32 recurrence,
+// else through a policy) is tested the same ways under policies of small tiles, at 4096-step tiles from
+// the default threshold (one sequence of 2^26 steps), and by default (one sequence of 2^27 steps, 16 of
+// 2^22 with every option).
 #include "support/backend_cuda.cuh"
 #include "support/harness.hpp"
 
@@ -322,11 +323,42 @@ TEST_CASE("look-ahead: fp32 linear recurrence and cumsum, unaligned and reversed
     }
 }
 
-TEST_CASE("look-ahead by default: fp32 cumsum of 2^27 steps (the recurrence: the look-back), unaligned, reversed") {
-  // The default policy's look-ahead tiles for 4-byte states (cuda/device.cuh's lookahead_tiles): 8192
-  // steps, from 64 tiles a multiprocessor (16385 tiles here: 124 a multiprocessor on an H200).
+TEST_CASE("look-ahead by default: fp32 recurrence and cumsum of 2^27 steps, unaligned, reversed") {
+  // The default policy's look-ahead tiles (cuda/device.cuh's lookahead_tiles), from 64 tiles a
+  // multiprocessor: 4096 steps for fp32 pairs (32769 tiles here), 7168 for 4-byte states (18726).
   check_recurrence_and_sum((index_t(1) << 27) + 7, 0, false);
   check_recurrence_and_sum((index_t(1) << 27) + 7, 1, true);
+}
+
+TEST_CASE("look-ahead by default: 16 fp32 recurrences of 2^22 + 5 steps (tiles across sequences), every option") {
+  const index_t count = 16, T = (index_t(1) << 22) + 5;  // 16 x 1025 tiles of 4096 steps
+  const std::size_t n = std::size_t(count * T);
+  ptest::buffer<float> a(n), b(n), y(n), init(static_cast<std::size_t>(count)), fin(static_cast<std::size_t>(count));
+  ptest::fill(a, [] { return float(ptest::uniform(0.99, 1.0)); });
+  ptest::fill(b, [] { return float(ptest::uniform(-1, 1)); });
+  ptest::fill(init, [] { return float(ptest::uniform(-1, 1)); });
+  for (const auto& f : option_sets()) {
+    INFO(count << " sequences of " << T << ", " << ptest::describe(f));
+    ptest::fill(y, [] { return NAN; });
+    ptest::fill(fin, [] { return NAN; });
+    const auto view = [&](float* p) { return view_of(p, count, T, 0); };
+    parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
+                          parascan::inputs(view(a.data()), view(b.data())), view(y.data()),
+                          ptest::options_for<float>(f, init.data(), fin.data()));
+    y.download();
+    fin.download();
+    ptest::error_meter err;
+    for (index_t s = 0; s < count; ++s) {
+      const std::size_t at = std::size_t(s * T);
+      const double start = f.with_initial ? double(init.host[std::size_t(s)]) : 0.0;
+      const double total = ptest::reference_scan(
+          T, f.exclusive, f.reverse, start,
+          [&](double x, index_t t) { return double(a.host[at + t]) * x + double(b.host[at + t]); },
+          [&](index_t t, double x) { err.add(y.host[at + t], x); });
+      if (f.with_final) err.add(fin.host[std::size_t(s)], total);
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+  }
 }
 
 TEST_CASE("look-ahead: tiles of 32 steps, 2^20 a sequence, two sequences, bit-identical reruns") {

@@ -382,15 +382,25 @@ struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_po
 };
 
 /// The look-ahead's tiles (lookahead.cuh) and from how many tiles a multiprocessor it runs: the policy's
-/// (look_ahead_tiles), else, for 4-byte states from one 4-byte input (an fp32 cumsum), 16 warps of 16
-/// steps, 4 stages, 2 ahead, from 64 tiles a multiprocessor (one fp32 sum of 2^28 on an H200: 59.6% of
-/// copy against the look-back's 45.1%; at 2^26, 62 tiles a multiprocessor, 45.7 against 42.2%); none for
-/// the rest, which the look-back serves as well so far (the fp32 recurrence of 2^28: 58.2 against 57.6%).
+/// (look_ahead_tiles), else from 64 tiles a multiprocessor for the two shapes measured (one sequence on an
+/// H200, bench/results/h200-lookahead-engine-2026-11-29.log, run 11; the look-back's figure in the same run):
+/// - 4-byte states from one 4-byte input (fp32 / int32 cumsum): 7 warps of 32 steps, 6 stages, 3 ahead
+///   (2^28: 78.0% of copy against 65.4% (15 x 16) and the look-back's 45%; CUB InclusiveSum 72.9%);
+/// - 8-byte states from two 4-byte inputs (the fp32 linear recurrence): 8 warps of 16 steps, 4 stages, 2
+///   ahead (2^28: 77.4% against the look-back's 57.8%; 2^26, 124 tiles a multiprocessor: 66.0 against 57.2%).
+/// 1 + WARPS warps of 8 or 16 in all: a block's warps spread over the 4 schedulers, whose registers a warp
+/// each share, so 9 or 17 warps leave a thread 168 or 96 registers where 8 or 16 leave 255 or 128.
+/// None for the rest (not measured), which the look-back serves.
+template <class Op, class Pack>
+using default_lookahead_shape = std::conditional_t<
+    sizeof(state_t<Op>) == 4 && Pack::size == 1 && detail::widest_input_bytes<Pack>() == 4,
+    lookahead_shape<7, 32, 6, 3>,
+    std::conditional_t<sizeof(state_t<Op>) == 8 && Pack::size == 2 && detail::narrowest_input_bytes<Pack>() == 4 &&
+                           detail::widest_input_bytes<Pack>() == 4,
+                       lookahead_shape<8, 16, 4, 2>, void>>;
 template <class Policy, class Op, class Pack, class = void>
 struct lookahead_tiles {
-  static constexpr bool one_word = sizeof(state_t<Op>) == 4 &&
-      staging_plan<block_group<warp_threads, 1>, 16, 1, Op, Pack>::stage_bytes == warp_threads * 16 * 4;
-  using type = std::conditional_t<one_word, lookahead_shape<16, 16, 4, 2>, void>;
+  using type = default_lookahead_shape<Op, Pack>;
   static constexpr int from = 64;
 };
 template <class Policy, class Op, class Pack>

@@ -17,16 +17,18 @@
 // - The two roles hand tile indices and prefixes over through shared memory with block-scope release /
 //   acquire counters; the compute warps sync among themselves with a named barrier (block_group<T, 1>).
 //
-// Dispatch (device.cuh's lookahead_tiles) takes it by default only for 4-byte states from one 4-byte
-// input (fp32 cumsum of 2^28 on an H200: 59.6% of copy against the block-a-tile look-back's 45.1%, CUB
-// InclusiveSum 73.8%), else through a policy's look_ahead_tiles (policy.hpp). The fp32 recurrence reaches
-// 58.2% against the look-back's 57.6%, where the probe's lean kernel (bench/lookahead_probe.cu) reaches
-// 77.1% in the same run (bench/results/h200-lookahead-engine-2026-11-29.log). ncu's source view (2^26)
-// put the difference in instructions, at the same issue rate: 235M warp instructions against the probe's
-// 117M, a quarter of them binding the sequence again for each use of a tile (now kept:
-// lookahead_tiles_of), then the engine's generic staging (reverse-or-not selects an element, two reads of
-// a stage). Its 39% excessive shared wavefronts (the cp.async copies into the swizzled stage) are not it:
-// lane-consecutive destinations changed nothing.
+// Dispatch (device.cuh's lookahead_tiles) takes it by default for fp32 cumsum and the fp32 recurrence
+// (4-byte states from one 4-byte input, 8-byte states from two), from 64 tiles a multiprocessor; for other
+// states through a policy's look_ahead_tiles (policy.hpp). One sequence of 2^28 on an H200, same run
+// (bench/results/h200-lookahead-engine-2026-11-29.log): the recurrence at 77.4% of copy (the look-back
+// 57.8%, the probe's lean kernel, bench/lookahead_probe.cu, 77.2%), the sum at 78.0% (CUB InclusiveSum
+// 72.9%, the probe 86.2%). What took the engine's kernel from half the probe's speed to it, measured:
+// - the tile's scan reuses the warp totals its reduction left in shared memory (reduced_block_group: no
+//   barrier, no exchange of its own): recurrence 58.7 -> 70.3%, sum 56.5 -> 62.2% (8 x 16, 16 x 16);
+// - the direction a template parameter (run_lookahead_in), so that the staging's reverse-or-not choices
+//   fold at compile time: 71.8 -> 76.7%, sum (15 x 16) 66.5 -> 75.0%;
+// - a sequence's binding kept from tile to tile (lookahead_tiles_of), outputs out through the stage as
+//   coalesced stores (store_items COALESCE), the tile division in 32 bits (earlier, 35.8 -> 58.2%).
 #pragma once
 
 #include <cuda/atomic>
@@ -148,7 +150,7 @@ struct lookahead_tile {
 /// Where the tiles of a batch's sequences lie, the latest sequence's binding kept: binding a sequence (its
 /// cursors, length and aligned chunk grid) costs about a hundred instructions of address arithmetic, and
 /// each tile is asked for three times (its loads, its reduction, its scan), in increasing order at each.
-template <int ITEMS, index_t TILE, class Op, class Pack, class Outs>
+template <int ITEMS, index_t TILE, bool REVERSE, class Op, class Pack, class Outs>
 struct lookahead_tiles_of {
   using In = decltype(bind(std::declval<const Pack&>(), index_t(0)));
   using Out = decltype(bind_outputs(std::declval<const Outs&>(), index_t(0)));
@@ -163,7 +165,7 @@ struct lookahead_tiles_of {
       : a(args), tiles_per_sequence(per_sequence), warp_offset(offset), in(bind(args.in, 0)),
         out(bind_outputs(args.out, 0)) {
     n = a.in.head.length_of(0);
-    origin = aligned_origin<ITEMS>(in.head, n, 0, n, a.reverse);
+    origin = aligned_origin<ITEMS>(in.head, n, 0, n, REVERSE);
   }
   __device__ __forceinline__ lookahead_tile<ITEMS, In> operator()(unsigned t) {
     // 32-bit division (tiles < 2^31), none within the first sequence.
@@ -172,10 +174,10 @@ struct lookahead_tiles_of {
       s = at;
       in = bind(a.in, s);
       n = a.in.head.length_of(s);
-      origin = aligned_origin<ITEMS>(in.head, n, 0, n, a.reverse);
+      origin = aligned_origin<ITEMS>(in.head, n, 0, n, REVERSE);
     }
     const index_t k = index_t(t) - s * tiles_per_sequence, base = origin + k * TILE;
-    return {s, k, base, in, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, a.reverse}};
+    return {s, k, base, in, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, REVERSE}};
   }
   /// The outputs of sequence `to`.
   __device__ __forceinline__ const Out& outputs(index_t to) {
@@ -187,12 +189,36 @@ struct lookahead_tiles_of {
   }
 };
 
+/// The compute warps as a group whose warp totals the tile's reduction already folded (lookahead_control's
+/// warp_totals of the tile): its scan needs no barrier and no shared exchange of its own.
+template <int THREADS, class S>
+struct reduced_block_group : block_group<THREADS, 1> {
+  const S* warp_totals;
+  __device__ explicit reduced_block_group(const S* totals) : warp_totals(totals) {}
+
+  template <class Op, class Prefix>
+  __device__ __forceinline__ state_t<Op> exclusive_scan(
+      const Op& op, const state_t<Op>& thread_total, Prefix& prefix,
+      typename block_group<THREADS, 1>::template temp_storage<state_t<Op>>& temp) {
+    const int warp = this->rank() / warp_threads;
+    const auto in_warp = warp_scan(op, thread_total, temp.warp[warp]);
+    S block_total = warp_totals[0], before_warp = warp_totals[0];  // before_warp: warps > 0 only
+#pragma unroll
+    for (int v = 1; v < THREADS / warp_threads; ++v) {
+      if (v == warp) before_warp = block_total;
+      block_total = op(block_total, warp_totals[v]);
+    }
+    const S before_tile = prefix(block_total);
+    return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp.exclusive);
+  }
+};
+
 extern __shared__ __align__(16) unsigned char parascan_lookahead_stages[];
 
 /// Blocks of 1 + Shape::warps warps over `tiles` tiles of the batch (tile t: tile t % tiles_per_sequence of
 /// sequence t / tiles_per_sequence, on the first input's aligned chunk grid as in lookback.cuh), taken
 /// from `next_tile`; `aggregates` (tiles of them) and `next_tile` zeroed before the launch.
-template <class Shape, class Op, class Pack, class Outs>
+template <class Shape, bool REVERSE, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(Shape::threads, 1)
     lookahead_kernel(const segment_args<Op, Pack, Outs> a, flagged<state_t<Op>>* aggregates, unsigned* next_tile,
                      const index_t tiles_per_sequence, const unsigned tiles) {
@@ -216,7 +242,7 @@ __global__ void __launch_bounds__(Shape::threads, 1)
   const bool leader = group.rank() == 0;
   const index_t offset = index_t(group.rank()) * ITEMS, warp_offset = offset - index_t(lane) * ITEMS;
   const auto stage = [&](int j) { return parascan_lookahead_stages + ((j % STAGES) * WARPS + w) * stage_bytes; };
-  lookahead_tiles_of<ITEMS, Shape::tile, Op, Pack, Outs> at(a, tiles_per_sequence, warp_offset);
+  lookahead_tiles_of<ITEMS, Shape::tile, REVERSE, Op, Pack, Outs> at(a, tiles_per_sequence, warp_offset);
   const auto load = [&](unsigned t, int j) {  // this warp's chunk of tile t into stage j (one commit always)
     if (t < tiles) {
       const auto x = at(t);
@@ -265,7 +291,8 @@ __global__ void __launch_bounds__(Shape::threads, 1)
       if (last && leader) a.write_final(x.s, a.op(before, total));
       return before;
     };
-    scan_tile<ITEMS, true, true>(group, temp, a.op, x.in, at.outputs(x.s), x.chunk, x.base + offset, stage(k),
+    reduced_block_group<WARPS * warp_threads, S> reduced(ctl.warp_totals[k % STAGES]);
+    scan_tile<ITEMS, true, true>(reduced, temp, a.op, x.in, at.outputs(x.s), x.chunk, x.base + offset, stage(k),
                                  stage_bytes, a.exclusive, prefix);
     if (leader) {
       ctl.claimed[(k + STAGES) % ring] = next;
@@ -276,19 +303,17 @@ __global__ void __launch_bounds__(Shape::threads, 1)
   }
 }
 
-/// The prefix scan of `shape.count` sequences (at most shape.max_length steps each) in one pass by
-/// look-ahead over tiles of `Shape` (device.cuh's lookahead_tiles); dispatch asks plan.hpp's
-/// runs_look_ahead first. False (nothing run) where a block's stages would not fit the device's shared
-/// memory or there would be 2^31 tiles or more.
-template <class Shape, class Op, class Pack, class Outs>
-bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
-                   cudaStream_t stream) {
+/// run_lookahead for one direction (REVERSE: the kernel's chunks fold `reverse ? ... : ...` at compile
+/// time; a select an element of every staged read otherwise). Each direction keeps its own caches.
+template <class Shape, bool REVERSE, class Op, class Pack, class Outs>
+bool run_lookahead_in(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
+                      cudaStream_t stream) {
   using S = state_t<Op>;
   constexpr index_t chunk = index_t(warp_threads) * Shape::items;
   constexpr int shared =
       staging_plan<block_group<Shape::warps * warp_threads, 1>, Shape::items, 1, Op, Pack>::stage_bytes *
       Shape::warps * Shape::stages;
-  const auto kernel = lookahead_kernel<Shape, Op, Pack, Outs>;
+  const auto kernel = lookahead_kernel<Shape, REVERSE, Op, Pack, Outs>;
   static std::atomic<int> fits[64] = {}, allowed[64] = {}, resident[64] = {};
   if (!fits_shared_memory(fits, kernel, std::size_t(shared))) return false;
   allow_dynamic_shared(allowed, kernel, shared);
@@ -315,6 +340,17 @@ bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& sha
                                                                 unsigned(tiles));
   detail::check_launch("parascan lookahead_kernel");
   return true;
+}
+
+/// The prefix scan of `shape.count` sequences (at most shape.max_length steps each) in one pass by
+/// look-ahead over tiles of `Shape` (device.cuh's lookahead_tiles); dispatch asks plan.hpp's
+/// runs_look_ahead first. False (nothing run) where a block's stages would not fit the device's shared
+/// memory or there would be 2^31 tiles or more.
+template <class Shape, class Op, class Pack, class Outs>
+bool run_lookahead(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, temp_allocator& alloc,
+                   cudaStream_t stream) {
+  return a.reverse ? run_lookahead_in<Shape, true>(a, shape, alloc, stream)
+                   : run_lookahead_in<Shape, false>(a, shape, alloc, stream);
 }
 
 }  // namespace parascan::engine
