@@ -1,10 +1,12 @@
 // Which memory parascan::cuda takes: the current device's and managed memory; host memory (pageable or
 // pinned) and another device's memory are refused with the argument named and nothing written. The
-// other-device cases need two GPUs (skipped with a message on one).
+// other-device cases need two GPUs (skipped with a message on one). Temporary storage comes from
+// parascan's own memory pool, which keeps it across synchronisations.
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <parascan/cuda.cuh>
 #include <parascan/ops/basic.hpp>
 #include <vector>
@@ -96,4 +98,39 @@ TEST_CASE("another device's memory is refused, naming both devices, nothing writ
   check(cudaSetDevice(1));
   check(cudaFree(other_offsets));
   check(cudaSetDevice(0));
+}
+
+TEST_CASE("temporary storage comes from parascan's own pool, kept across synchronisations") {
+  // One sequence of 2^22 steps: a single pass whose tile status comes from the default temp_allocator.
+  const index_t T = index_t(1) << 22;
+  device_floats x(T, 1.0f), y(T, NAN);
+  int device = 0;
+  check(cudaGetDevice(&device));
+  cudaMemPool_t cuda_default = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&cuda_default, device));
+  std::uint64_t default_threshold = 0, threshold_after = 0;
+  check(cudaMemPoolGetAttribute(cuda_default, cudaMemPoolAttrReleaseThreshold, &default_threshold));
+  parascan::cumsum(parascan::cuda{}, parascan::bdt<const float>(x.p, 1, 1, T), parascan::bdt(y.p, 1, 1, T));
+  check(cudaDeviceSynchronize());
+  const std::vector<float> h = y.read();
+  bool exact = true;  // integers below 2^24: exact in fp32
+  for (index_t t = 0; t < T; ++t) exact = exact && h[std::size_t(t)] == float(t + 1);
+  CHECK(exact);
+  int pools = 0;
+  check(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+  const cudaMemPool_t pool = parascan::detail::temp_pool(device);
+  if (!pools) {
+    CHECK(pool == nullptr);  // CUDA's default stream-ordered allocation then
+    return;
+  }
+  REQUIRE(pool != nullptr);
+  std::uint64_t reserved = 0, used = 0, threshold = 0;
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  CHECK(reserved > 0);  // still mapped after the synchronisation
+  CHECK(used == 0);     // every temporary freed
+  CHECK(threshold == parascan::detail::temp_pool_keeps);
+  check(cudaMemPoolGetAttribute(cuda_default, cudaMemPoolAttrReleaseThreshold, &threshold_after));
+  CHECK(threshold_after == default_threshold);  // CUDA's default pool, the caller's, left as it was
 }
