@@ -29,7 +29,8 @@ constexpr std::uint64_t temp_pool_keeps = std::uint64_t(256) << 20;
 /// byte to the device at the next synchronisation, so a scan that ran after one mapped its temporaries
 /// again (one fp32 recurrence of 2^28 on an H200: 70.6% of copy against 77.3% with them kept). This one
 /// keeps up to temp_pool_keeps bytes; larger workspaces (runtime-size matrix chains: gigabytes) go back
-/// down to it at a synchronisation.
+/// down to it at a synchronisation. Like the pooled cuBLAS handles, it lives as long as the device's
+/// primary context: a program that resets the device (cudaDeviceReset) passes its own temp_allocator.
 inline cudaMemPool_t temp_pool(int device) {
   static std::mutex guard;
   static std::map<int, cudaMemPool_t> pools;
