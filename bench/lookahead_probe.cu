@@ -420,8 +420,8 @@ int main(int argc, char** argv) {
     using Policy = parascan::look_ahead_tiles<typename parascan::default_policy<decltype(op), parascan::arch::sm90>::type,
                                               Shape, 1>;
     char name[96];
-    std::snprintf(name, sizeof name, "%s engine look-ahead %d warps x %d, %d stages, %d ahead", what, Shape::warps,
-                  Shape::items, Shape::stages, Shape::ahead);
+    std::snprintf(name, sizeof name, "%s engine look-ahead %d warps x %d, %d stages, %d ahead, %d windows", what,
+                  Shape::warps, Shape::items, Shape::stages, Shape::ahead, Shape::windows);
     try_probe(name, bytes_per_step, [&] {
       parascan::prefix_scan<Policy>(parascan::cuda{}, op, parascan::inputs(view(in)...), view(y));
     });
@@ -433,8 +433,9 @@ int main(int argc, char** argv) {
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 6, 3>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 4, 2>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<7, 16, 6, 3>{}, a, b);
-  engine("recurrence", 12, recurrence, parascan::lookahead_shape<16, 16, 4, 2>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<15, 16, 3, 1>{}, a, b);
+  // (Windows a round trip, 2 / 4 / 6 / 8 at 8 x 16, 4 / 2: 73.7 / 77.5 / 76.4 / 75.8%, sum 7 x 32 at 2 / 4 / 8:
+  // 77.6 / 77.4 / 76.3%; h200-lookahead-engine-2026-11-29.log run 15: the look-ahead warp keeps up.)
   // (1, 16, n / 16): 16 sequences, against the look-back (under a look-ahead policy from 2^30 tiles a
   // multiprocessor: never), which also gives the reference.
   {
@@ -466,8 +467,6 @@ int main(int argc, char** argv) {
   look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 31, 6, 3, 4>{});
   const parascan::ops::sum<float> sum;
   engine("sum", 8, sum, parascan::lookahead_shape<8, 16, 6, 3>{}, b);
-  engine("sum", 8, sum, parascan::lookahead_shape<16, 16, 6, 3>{}, b);
-  engine("sum", 8, sum, parascan::lookahead_shape<16, 16, 4, 2>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 6, 3>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 4, 2>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<7, 32, 6, 3>{}, b);

@@ -5,10 +5,11 @@
 // - Persistent blocks of 1 + WARPS warps take tiles (WARPS x 32 x ITEMS steps) in increasing order from a
 //   global counter, so a tile only ever waits on tiles already taken by running blocks.
 // - The compute warps keep STAGES tiles in a ring of shared-memory stages (warp_io.cuh's stage_inputs): at
-//   their tile k they issue the loads of tile k + STAGES - 1, reduce tile k + AHEAD and publish its
-//   aggregate at once, then scan tile k from the prefix the look-ahead warp hands them and write it.
-//   Aggregates never wait on a prefix: no tile's aggregate waits on another block's scan, and nothing but
-//   aggregates is published.
+//   their tile k they issue the loads of tile k + STAGES - 1, scan tile k + AHEAD across each warp and
+//   publish its aggregate at once, then scan tile k from the prefix the look-ahead warp hands them (each
+//   thread's prefix in its warp and the warp totals kept from the tile's reduction: the scan itself only
+//   rescans the thread's steps) and write it. Aggregates never wait on a prefix: no tile's aggregate
+//   waits on another block's scan, and nothing but aggregates is published.
 // - The look-ahead warp keeps a cursor over its sequence's tiles from the first and P, the fold of every
 //   aggregate before it, in aligned windows of 32 tiles (each window's total by one order-keeping warp
 //   tree, windows folded left to right); a tile's prefix is P folded with the same tree over its window's
@@ -157,6 +158,7 @@ struct lookahead_tiles_of {
   const segment_args<Op, Pack, Outs>& a;
   index_t tiles_per_sequence, warp_offset;
   index_t s = 0, n, origin;  // the bound sequence
+  unsigned first_tile = 0;   // its first tile
   In in;
   index_t out_s = 0;  // the sequence `out` is bound to
   Out out;
@@ -168,15 +170,16 @@ struct lookahead_tiles_of {
     origin = aligned_origin<ITEMS>(in.head, n, 0, n, REVERSE);
   }
   __device__ __forceinline__ lookahead_tile<ITEMS, In> operator()(unsigned t) {
-    // 32-bit division (tiles < 2^31), none within the first sequence.
-    const index_t at = index_t(t) < tiles_per_sequence ? 0 : index_t(t / unsigned(tiles_per_sequence));
-    if (at != s) {
-      s = at;
+    // One unsigned comparison while t stays in the bound sequence (tiles < 2^31); a 32-bit division only
+    // where it leaves it (a division a call took (1, 16, 2^24) 11% longer than one sequence of 2^28).
+    if (t - first_tile >= unsigned(tiles_per_sequence)) {
+      s = index_t(t / unsigned(tiles_per_sequence));
+      first_tile = unsigned(s * tiles_per_sequence);
       in = bind(a.in, s);
       n = a.in.head.length_of(s);
       origin = aligned_origin<ITEMS>(in.head, n, 0, n, REVERSE);
     }
-    const index_t k = index_t(t) - s * tiles_per_sequence, base = origin + k * TILE;
+    const index_t k = index_t(t - first_tile), base = origin + k * TILE;
     return {s, k, base, in, warp_chunk<ITEMS>{n, base + warp_offset, 0, n, REVERSE}};
   }
   /// The outputs of sequence `to`.
@@ -189,19 +192,21 @@ struct lookahead_tiles_of {
   }
 };
 
-/// The compute warps as a group whose warp totals the tile's reduction already folded (lookahead_control's
-/// warp_totals of the tile): its scan needs no barrier and no shared exchange of its own.
+/// The compute warps as a group whose tile the reduction already scanned: each thread's prefix within its
+/// warp and the warp totals (lookahead_control's, and the lane prefixes after the stages) are in shared
+/// memory, so its scan needs no fold of its own, no shuffle, no barrier and no exchange. (The thread's
+/// total it is given goes unused, and the compiler drops the fold that made it.)
 template <int THREADS, class S>
 struct reduced_block_group : block_group<THREADS, 1> {
   const S* warp_totals;
-  __device__ explicit reduced_block_group(const S* totals) : warp_totals(totals) {}
+  const S* lane_prefixes;
+  __device__ reduced_block_group(const S* totals, const S* prefixes) : warp_totals(totals), lane_prefixes(prefixes) {}
 
   template <class Op, class Prefix>
-  __device__ __forceinline__ state_t<Op> exclusive_scan(
-      const Op& op, const state_t<Op>& thread_total, Prefix& prefix,
-      typename block_group<THREADS, 1>::template temp_storage<state_t<Op>>& temp) {
+  __device__ __forceinline__ state_t<Op> exclusive_scan(const Op& op, const state_t<Op>&, Prefix& prefix,
+                                                        typename block_group<THREADS, 1>::template temp_storage<S>&) {
     const int warp = this->rank() / warp_threads;
-    const auto in_warp = warp_scan(op, thread_total, temp.warp[warp]);
+    const S in_warp = lane_prefixes[this->rank()];
     S block_total = warp_totals[0], before_warp = warp_totals[0];  // before_warp: warps > 0 only
 #pragma unroll
     for (int v = 1; v < THREADS / warp_threads; ++v) {
@@ -209,11 +214,27 @@ struct reduced_block_group : block_group<THREADS, 1> {
       block_total = op(block_total, warp_totals[v]);
     }
     const S before_tile = prefix(block_total);
-    return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp.exclusive);
+    return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp);
   }
 };
 
 extern __shared__ __align__(16) unsigned char parascan_lookahead_stages[];
+
+/// The dynamic shared memory of a look-ahead block: STAGES stages of every compute warp's chunk, then each
+/// compute thread's prefix within its warp for each stage's tile (left by the reduction for the scan).
+template <class Shape, class Op, class Pack>
+struct lookahead_layout {
+  using S = state_t<Op>;
+  static constexpr int threads = Shape::warps * warp_threads;  // compute threads
+  static constexpr int stage_bytes = staging_plan<block_group<threads, 1>, Shape::items, 1, Op, Pack>::stage_bytes;
+  static constexpr std::size_t prefixes_at = std::size_t(stage_bytes) * Shape::warps * Shape::stages;
+  static_assert(prefixes_at % alignof(S) == 0, "the lane prefixes follow the stages, aligned");
+  static constexpr std::size_t bytes = prefixes_at + sizeof(S) * threads * Shape::stages;
+  /// The lane prefixes of the tile in stage j.
+  __device__ static S* lane_prefixes(int j) {
+    return reinterpret_cast<S*>(parascan_lookahead_stages + prefixes_at) + (j % Shape::stages) * threads;
+  }
+};
 
 /// Blocks of 1 + Shape::warps warps over `tiles` tiles of the batch (tile t: tile t % tiles_per_sequence of
 /// sequence t / tiles_per_sequence, on the first input's aligned chunk grid as in lookback.cuh), taken
@@ -228,7 +249,8 @@ __global__ void __launch_bounds__(Shape::threads, 1)
   using Control = lookahead_control<S, WARPS, STAGES>;
   using temp_t = typename Group::template temp_storage<S>;
   constexpr int ring = Control::ring;
-  constexpr int stage_bytes = staging_plan<Group, ITEMS, 1, Op, Pack>::stage_bytes;
+  using Layout = lookahead_layout<Shape, Op, Pack>;
+  constexpr int stage_bytes = Layout::stage_bytes;
   __shared__ alignas(16) unsigned char control_bytes[sizeof(Control)];
   __shared__ alignas(16) unsigned char temp_bytes[sizeof(temp_t)];
   Control& ctl = *reinterpret_cast<Control*>(control_bytes);
@@ -250,13 +272,16 @@ __global__ void __launch_bounds__(Shape::threads, 1)
     }
     __pipeline_commit();
   };
-  const auto reduce = [&](unsigned t, int j) {  // publishes tile t's aggregate from stage j
+  // Scans tile t across each warp from stage j (each thread's prefix in its warp and the warp totals kept
+  // for the tile's scan) and publishes its aggregate.
+  const auto reduce = [&](unsigned t, int j) {
     if (t >= tiles) return;
     const auto x = at(t);
     S items[ITEMS];
     lift_staged<ITEMS>(a.op, x.in, x.chunk, x.base + offset, stage(j), items);
-    const S total = window_total(a.op, thread_fold<ITEMS>(a.op, items));
-    if (lane == 0) ctl.warp_totals[j % STAGES][w] = total;
+    const auto in_warp = warp_scan(a.op, thread_fold<ITEMS>(a.op, items), temp.warp[w]);
+    Layout::lane_prefixes(j)[group.rank()] = in_warp.exclusive;
+    if (lane == 0) ctl.warp_totals[j % STAGES][w] = in_warp.total;
     Group::sync();
     if (leader) {
       S aggregate = ctl.warp_totals[j % STAGES][0];
@@ -291,7 +316,7 @@ __global__ void __launch_bounds__(Shape::threads, 1)
       if (last && leader) a.write_final(x.s, a.op(before, total));
       return before;
     };
-    reduced_block_group<WARPS * warp_threads, S> reduced(ctl.warp_totals[k % STAGES]);
+    reduced_block_group<WARPS * warp_threads, S> reduced(ctl.warp_totals[k % STAGES], Layout::lane_prefixes(k));
     scan_tile<ITEMS, true, true>(reduced, temp, a.op, x.in, at.outputs(x.s), x.chunk, x.base + offset, stage(k),
                                  stage_bytes, a.exclusive, prefix);
     if (leader) {
@@ -310,9 +335,7 @@ bool run_lookahead_in(const segment_args<Op, Pack, Outs>& a, const batch_shape& 
                       cudaStream_t stream) {
   using S = state_t<Op>;
   constexpr index_t chunk = index_t(warp_threads) * Shape::items;
-  constexpr int shared =
-      staging_plan<block_group<Shape::warps * warp_threads, 1>, Shape::items, 1, Op, Pack>::stage_bytes *
-      Shape::warps * Shape::stages;
+  constexpr int shared = int(lookahead_layout<Shape, Op, Pack>::bytes);
   const auto kernel = lookahead_kernel<Shape, REVERSE, Op, Pack, Outs>;
   static std::atomic<int> fits[64] = {}, allowed[64] = {}, resident[64] = {};
   if (!fits_shared_memory(fits, kernel, std::size_t(shared))) return false;
