@@ -383,12 +383,15 @@ struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_po
 
 /// The look-ahead's tiles (lookahead.cuh) and from how many tiles a multiprocessor it runs: the policy's
 /// (look_ahead_tiles), else from 64 tiles a multiprocessor for the two shapes measured (one sequence on an
-/// H200, bench/results/h200-lookahead-engine-2026-11-29.log, runs 11-12; the look-back's figure in the same run):
+/// H200, bench/results/h200-lookahead-engine-2026-11-29.log, runs 11-12 and, since the scan reuses the
+/// reduction's lane prefixes, 16-17; the look-back's figure in the same run):
 /// - 4-byte states from one 4-byte input (fp32 / int32 cumsum): 7 warps of 32 steps, 6 stages, 3 ahead
-///   (2^28: 78.0% of copy against 65.6% for the former 16 x 16 and the look-back's 45%; CUB InclusiveSum
-///   72.9%);
+///   (2^28: 82.2-89.5% of copy by machine, against 65.6% for the former 16 x 16 and the look-back's 45%;
+///   CUB InclusiveSum 72.8-73.7%);
 /// - 8-byte states from two 4-byte inputs (the fp32 linear recurrence): 8 warps of 16 steps, 4 stages, 2
-///   ahead (2^28: 77.4% against the look-back's 57.8%; 2^26, 124 tiles a multiprocessor: 66.0 against 57.2%).
+///   ahead (2^28: 79.5-82.4% against the look-back's 57.8%; 2^26, 124 tiles a multiprocessor: 67.9-79.1
+///   against 57.2%). 6 stages, 3 ahead read 0.4-2.6 points more in the same runs, but their 204 KB of
+///   shared memory a block would not fit an A100's 164 KB.
 /// 1 + WARPS warps of 8 or 16 in all: a block's warps spread over the 4 schedulers, whose registers a warp
 /// each share, so 9 or 17 warps leave a thread 168 or 96 registers where 8 or 16 leave 255 or 128.
 /// None for the rest (not measured), which the look-back serves.

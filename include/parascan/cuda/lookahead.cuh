@@ -21,9 +21,14 @@
 // Dispatch (device.cuh's lookahead_tiles) takes it by default for fp32 cumsum and the fp32 recurrence
 // (4-byte states from one 4-byte input, 8-byte states from two), from 64 tiles a multiprocessor; for other
 // states through a policy's look_ahead_tiles (policy.hpp). One sequence of 2^28 on an H200, same run
-// (bench/results/h200-lookahead-engine-2026-11-29.log): the recurrence at 77.4% of copy (the look-back
-// 57.8%, the probe's lean kernel, bench/lookahead_probe.cu, 77.2%), the sum at 78.0% (CUB InclusiveSum
-// 72.9%, the probe 86.2%). What took the engine's kernel from half the probe's speed to it, measured:
+// (bench/results/h200-lookahead-engine-2026-11-29.log, run 16): the recurrence at 79.5-79.8% of copy (the
+// look-back 57.8%, the probe's lean kernel, bench/lookahead_probe.cu, 76.8%), the sum at 82.2% (CUB
+// InclusiveSum 73.5%, the probe 84.9%); on another H200 (run 17) 82.4% and 89.5%. The compute warps,
+// 8 or 9 a multiprocessor, are bound by their instructions' latency (ncu: stalls on fixed latencies and
+// shared memory, 0.35 instructions a cycle a scheduler), so what moved it was instructions taken out:
+// - the scan of a tile from its reduction's lane prefixes (each thread's prefix in its warp, kept in
+//   shared memory: the scan does no fold, shuffle or warp scan of its own) and a sequence's tile range
+//   kept (no division a call): recurrence 76.5 -> 79.8%, (1, 16, 2^24) 68.4 -> 75.4%, sum 75.0 -> 82.2%;
 // - the tile's scan reuses the warp totals its reduction left in shared memory (reduced_block_group: no
 //   barrier, no exchange of its own): recurrence 58.7 -> 70.3%, sum 56.5 -> 62.2% (8 x 16, 16 x 16);
 // - the direction a template parameter (run_lookahead_in), so that the staging's reverse-or-not choices
