@@ -36,6 +36,18 @@ struct running_prefix {
 /// FIRST_WARP > 0: the group is warps [FIRST_WARP, FIRST_WARP + THREADS / 32) of a larger block, whose other
 /// warps do something else (the look-ahead warp of lookahead.cuh); they sync by named barrier 1 rather
 /// than __syncthreads.
+/// The WARPS totals of a group's warps folded left to right: the group's total and, for warp > 0, the fold
+/// of the totals before `warp` (warp 0's is left as totals[0]).
+template <int WARPS, class Op, class S>
+__device__ __forceinline__ void fold_warp_totals(const Op& op, const S* totals, int warp, S& total, S& before_warp) {
+  total = before_warp = totals[0];
+#pragma unroll
+  for (int w = 1; w < WARPS; ++w) {
+    if (w == warp) before_warp = total;
+    total = op(total, totals[w]);
+  }
+}
+
 template <int THREADS, int FIRST_WARP = 0>
 struct block_group {
   static constexpr group_kind kind = group_kind::block;
@@ -88,11 +100,7 @@ struct block_group {
       block_total = shuffle_from(v, warps - 1);
       before_warp = shuffle_from(v, warp == 0 ? 0 : warp - 1);
     } else {
-#pragma unroll
-      for (int w = 1; w < warps; ++w) {
-        if (w == warp) before_warp = block_total;
-        block_total = op(block_total, totals[w]);
-      }
+      fold_warp_totals<warps>(op, totals, warp, block_total, before_warp);
     }
     const S before_tile = prefix(block_total);
     return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp.exclusive);

@@ -212,12 +212,8 @@ struct reduced_block_group : block_group<THREADS, 1> {
                                                         typename block_group<THREADS, 1>::template temp_storage<S>&) {
     const int warp = this->rank() / warp_threads;
     const S in_warp = lane_prefixes[this->rank()];
-    S block_total = warp_totals[0], before_warp = warp_totals[0];  // before_warp: warps > 0 only
-#pragma unroll
-    for (int v = 1; v < THREADS / warp_threads; ++v) {
-      if (v == warp) before_warp = block_total;
-      block_total = op(block_total, warp_totals[v]);
-    }
+    S block_total, before_warp;  // before_warp: warps > 0 only
+    fold_warp_totals<THREADS / warp_threads>(op, warp_totals, warp, block_total, before_warp);
     const S before_tile = prefix(block_total);
     return op(warp == 0 ? before_tile : op(before_tile, before_warp), in_warp);
   }
@@ -289,9 +285,8 @@ __global__ void __launch_bounds__(Shape::threads, 1)
     if (lane == 0) ctl.warp_totals[j % STAGES][w] = in_warp.total;
     Group::sync();
     if (leader) {
-      S aggregate = ctl.warp_totals[j % STAGES][0];
-#pragma unroll
-      for (int v = 1; v < WARPS; ++v) aggregate = a.op(aggregate, ctl.warp_totals[j % STAGES][v]);
+      S aggregate, unused;
+      fold_warp_totals<WARPS>(a.op, ctl.warp_totals[j % STAGES], 0, aggregate, unused);
       publish(aggregates + t, aggregate);
     }
   };
