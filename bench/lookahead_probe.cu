@@ -430,10 +430,13 @@ int main(int argc, char** argv) {
   // Warps a block: 1 + WARPS spread over the 4 schedulers, whose 16K registers a warp each share, so a
   // block of 8 or 16 warps in all leaves a thread twice the registers of one of 9 or 17 (ptxas: 168 and
   // 96 registers for 9 and 17).
+  // Measured one a process (PROBE_ONLY), h200-lookahead-engine-2026-11-29.log run 19: 8 x 20, 5 / 2 (the
+  // default) 93.8%, 4 / 2 87.7%, 8 x 16 4 / 2 82.3%, 8 x 12 6 / 3 71.2%.
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 20, 5, 2>{}, a, b);
+  engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 20, 4, 2>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 6, 3>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<8, 16, 4, 2>{}, a, b);
   engine("recurrence", 12, recurrence, parascan::lookahead_shape<7, 16, 6, 3>{}, a, b);
-  engine("recurrence", 12, recurrence, parascan::lookahead_shape<15, 16, 3, 1>{}, a, b);
   // (Windows a round trip, 2 / 4 / 6 / 8 at 8 x 16, 4 / 2: 73.7 / 77.5 / 76.4 / 75.8%, sum 7 x 32 at 2 / 4 / 8:
   // 77.6 / 77.4 / 76.3%; h200-lookahead-engine-2026-11-29.log run 15: the look-ahead warp keeps up.)
   // (1, 16, n / 16): 16 sequences, against the look-back (under a look-ahead policy from 2^30 tiles a
@@ -466,10 +469,12 @@ int main(int argc, char** argv) {
   });
   look_ahead("sum", 8, b, nullptr, runner_tag<sum_op, 8, 31, 6, 3, 4>{});
   const parascan::ops::sum<float> sum;
-  engine("sum", 8, sum, parascan::lookahead_shape<8, 16, 6, 3>{}, b);
-  engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 6, 3>{}, b);
-  engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 4, 2>{}, b);
+  // Run 19: 8 x 28, 6 / 3 (the default) 90.9%, 7 x 28 88.5%, 7 x 32 88.0-88.8%, 7 x 36 5 / 2 88.0%, 8 x 20
+  // 84.4%, 15 x 12 79.8%.
+  engine("sum", 8, sum, parascan::lookahead_shape<8, 28, 6, 3>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<7, 28, 6, 3>{}, b);
   engine("sum", 8, sum, parascan::lookahead_shape<7, 32, 6, 3>{}, b);
+  engine("sum", 8, sum, parascan::lookahead_shape<15, 16, 4, 2>{}, b);
   bench::check_or_exit(cudaGetLastError(), "probe");
   return 0;
 }

@@ -383,25 +383,28 @@ struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_po
 
 /// The look-ahead's tiles (lookahead.cuh) and from how many tiles a multiprocessor it runs: the policy's
 /// (look_ahead_tiles), else from 64 tiles a multiprocessor for the two shapes measured (one sequence on an
-/// H200, bench/results/h200-lookahead-engine-2026-11-29.log, runs 11-12 and, since the scan reuses the
-/// reduction's lane prefixes, 16-17; the look-back's figure in the same run):
-/// - 4-byte states from one 4-byte input (fp32 / int32 cumsum): 7 warps of 32 steps, 6 stages, 3 ahead
-///   (2^28: 82.2-89.5% of copy by machine, against 65.6% for the former 16 x 16 and the look-back's 45%;
-///   CUB InclusiveSum 72.8-73.7%);
-/// - 8-byte states from two 4-byte inputs (the fp32 linear recurrence): 8 warps of 16 steps, 4 stages, 2
-///   ahead (2^28: 79.5-82.4% against the look-back's 57.8%; 2^26, 124 tiles a multiprocessor: 67.9-79.1
-///   against 57.2%). 6 stages, 3 ahead read 0.4-2.6 points more in the same runs, but their 204 KB of
-///   shared memory a block would not fit an A100's 164 KB.
-/// 1 + WARPS warps of 8 or 16 in all: a block's warps spread over the 4 schedulers, whose registers a warp
-/// each share, so 9 or 17 warps leave a thread 168 or 96 registers where 8 or 16 leave 255 or 128.
+/// H200, bench/results/h200-lookahead-engine-2026-11-29.log, run 19: each shape in its own process, two
+/// rounds; the former defaults in the same run):
+/// - 4-byte states from one 4-byte input (fp32 / int32 cumsum): 8 warps of 28 steps, 6 stages, 3 ahead
+///   (2^28: 90.9% of copy, against 88.0-88.8% for the former 7 x 32, 84.6-85.0% for the probe's lean
+///   kernel, 73% for CUB InclusiveSum and 45% for the look-back; it spills 100 bytes a thread, which 7 x
+///   28 does not (88.5%));
+/// - 8-byte states from two 4-byte inputs (the fp32 linear recurrence): 8 warps of 20 steps, 5 stages, 2
+///   ahead (2^28: 93.7-93.9% against 82.2-82.3% for the former 8 x 16 at 4 / 2 and the look-back's 57.8%;
+///   2^26: 90.1 against 79.5%; 4 stages 87.7%).
+/// A thread's run of each input is then an odd number of 16-byte pieces (5 or 7, as the probe's 31 steps
+/// are odd): the even runs of 16 and 32 steps read 10 and 2 points lower, 12 steps (3 pieces, more tiles)
+/// lower still (not profiled). A block holds most of the 227 KB of shared memory (215 KB for the
+/// recurrence, 178 KB for the sum; a device with less runs the look-back). 1 + WARPS warps of 8 or 16 in all leave a thread
+/// 255 or 128 registers where 9 or 17 leave 168 or 96 (a block's warps spread over the 4 schedulers).
 /// None for the rest (not measured), which the look-back serves.
 template <class Op, class Pack>
 using default_lookahead_shape = std::conditional_t<
     sizeof(state_t<Op>) == 4 && Pack::size == 1 && detail::widest_input_bytes<Pack>() == 4,
-    lookahead_shape<7, 32, 6, 3>,
+    lookahead_shape<8, 28, 6, 3>,
     std::conditional_t<sizeof(state_t<Op>) == 8 && Pack::size == 2 && detail::narrowest_input_bytes<Pack>() == 4 &&
                            detail::widest_input_bytes<Pack>() == 4,
-                       lookahead_shape<8, 16, 4, 2>, void>>;
+                       lookahead_shape<8, 20, 5, 2>, void>>;
 template <class Policy, class Op, class Pack, class = void>
 struct lookahead_tiles {
   using type = default_lookahead_shape<Op, Pack>;
