@@ -5,7 +5,8 @@
 // the engine's look-ahead at explicit shapes, the look-back on (1, 16, n / 16) and CUB's InclusiveSum in
 // the same run, as % of a device-to-device copy of the same bytes. Results:
 // bench/results/h200-lookahead-probe-2026-11-29.log and h200-lookahead-engine-2026-11-29.log (at 2^28 this
-// kernel 77% / 85-86%, the engine's by default 77.4 / 77.8% since 14a890f).
+// kernel 77% / 85-86%; the engine's by default 93.8% / 90.9% since fbdf8e8, run 21, each case in its own
+// process: PROBE_ONLY, since a process's earlier allocations move these kernels by a few points).
 //
 // Design (no code taken from CCCL):
 // - Persistent blocks of 1 + C warps. Tiles (C warps x 32 lanes x ITEMS steps) are taken in increasing

@@ -33,9 +33,6 @@ struct running_prefix {
   }
 };
 
-/// FIRST_WARP > 0: the group is warps [FIRST_WARP, FIRST_WARP + THREADS / 32) of a larger block, whose other
-/// warps do something else (the look-ahead warp of lookahead.cuh); they sync by named barrier 1 rather
-/// than __syncthreads.
 /// The WARPS totals of a group's warps folded left to right: the group's total and, for warp > 0, the fold
 /// of the totals before `warp` (warp 0's is left as totals[0]).
 template <int WARPS, class Op, class S>
@@ -48,6 +45,9 @@ __device__ __forceinline__ void fold_warp_totals(const Op& op, const S* totals, 
   }
 }
 
+/// FIRST_WARP > 0: the group is warps [FIRST_WARP, FIRST_WARP + THREADS / 32) of a larger block, whose other
+/// warps do something else (the look-ahead warp of lookahead.cuh); they sync by named barrier 1 rather
+/// than __syncthreads.
 template <int THREADS, int FIRST_WARP = 0>
 struct block_group {
   static constexpr group_kind kind = group_kind::block;

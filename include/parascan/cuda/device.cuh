@@ -393,10 +393,11 @@ struct lookback_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookback_po
 ///   ahead (2^28: 93.7-93.9% against 82.2-82.3% for the former 8 x 16 at 4 / 2 and the look-back's 57.8%;
 ///   2^26: 90.1 against 79.5%; 4 stages 87.7%).
 /// A thread's run of each input is then an odd number of 16-byte pieces (5 or 7, as the probe's 31 steps
-/// are odd): the even runs of 16 and 32 steps read 10 and 2 points lower, 12 steps (3 pieces, more tiles)
-/// lower still (not profiled). A block holds most of the 227 KB of shared memory (215 KB for the
-/// recurrence, 178 KB for the sum; a device with less runs the look-back). 1 + WARPS warps of 8 or 16 in all leave a thread
-/// 255 or 128 registers where 9 or 17 leave 168 or 96 (a block's warps spread over the 4 schedulers).
+/// are odd): 8 x 16 (4 pieces) read 11 points lower, the sum's 7 x 32 (8 pieces) 2.5 lower, 8 x 12 (3
+/// pieces, more tiles) lower still (not profiled). A block holds most of the 227 KB of shared memory (215
+/// KB for the recurrence, 178 KB for the sum; a device with less runs the look-back). 1 + WARPS warps of 8
+/// or 16 in all leave a thread 255 or 128 registers where 9 or 17 leave 168 or 96 (a block's warps spread
+/// over the 4 schedulers).
 /// None for the rest (not measured), which the look-back serves.
 template <class Op, class Pack>
 using default_lookahead_shape = std::conditional_t<

@@ -23,7 +23,8 @@
 // states through a policy's look_ahead_tiles (policy.hpp). One sequence of 2^28 on an H200, same run
 // (bench/results/h200-lookahead-engine-2026-11-29.log, run 16): the recurrence at 79.5-79.8% of copy (the
 // look-back 57.8%, the probe's lean kernel, bench/lookahead_probe.cu, 76.8%), the sum at 82.2% (CUB
-// InclusiveSum 73.5%, the probe 84.9%); on another H200 (run 17) 82.4% and 89.5%. The compute warps,
+// InclusiveSum 73.5%, the probe 84.9%); on another H200 (run 17) 82.4% and 89.5%; with the tiles of
+// fbdf8e8 (8 x 20 / 8 x 28 steps) parascan_bench_cuda reads 94.4% and 91.6% (run 22). The compute warps,
 // 8 or 9 a multiprocessor, are bound by their instructions' latency (ncu: stalls on fixed latencies and
 // shared memory, 0.35 instructions a cycle a scheduler), so what moved it was instructions taken out:
 // - the scan of a tile from its reduction's lane prefixes (each thread's prefix in its warp, kept in
