@@ -42,7 +42,7 @@ double median_host_us(F&& f, int runs) {
 }
 
 int main(int argc, char** argv) {
-  const index_t D = 64;
+  const index_t D = std::getenv("PROBE_D") ? std::atoll(std::getenv("PROBE_D")) : 64;  // PROBE_D: channels
   const index_t short_count = argc > 3 ? std::atoll(argv[1]) : 4000, long_count = argc > 3 ? std::atoll(argv[2]) : 4,
                 long_rows = argc > 3 ? std::atoll(argv[3]) : index_t(1) << 18;
   const bool check_only = argc > 4 && std::strcmp(argv[4], "--check") == 0;
@@ -102,8 +102,9 @@ int main(int argc, char** argv) {
     const auto x_view = parascan::packed_td(x, off.data(), N, D);
     auto& alloc = parascan::detail::default_temp_allocator();
     const index_t groups = (N * D + 31) / 32;
-    const auto longest_of = [&](index_t g) {  // as dispatch asks (tiles of 256 rows, blocks of 8 warps below)
-      return parascan::detail::longest_in(x_view, g * 32, std::min(N * D, (g + 1) * 32));
+    const parascan::longest_of_ranges longest_in(x_view);
+    const auto longest_of = [&](index_t g) {  // as dispatch asks (tiles of 384 rows, blocks of 8 warps below)
+      return longest_in(g * 32, std::min(N * D, (g + 1) * 32));
     };
     std::printf("host us, device idle: whole call %.1f; cudaPointerGetAttributes host / device pointer %.2f / %.2f; "
                 "temp buffer (pool) %.2f; pageable copy 32 / 170 KiB %.1f / %.1f; staged offsets %.1f; argument "
@@ -126,10 +127,10 @@ int main(int argc, char** argv) {
                 host_us([&] { bench_empty<<<1, 32>>>(); }), host_us([&] {
                   static parascan::channel_block_tables kept;
                   static std::vector<unsigned char> bytes;
-                  kept.build(groups, 256, 8, longest_of);
+                  kept.build(groups, 384, 8, longest_of);
                   kept.bytes_into(bytes);
                 }),
-                host_us([&] { (void)parascan::channel_block_tables::of(groups, 256, 8, longest_of).bytes(); }));
+                host_us([&] { (void)parascan::channel_block_tables::of(groups, 384, 8, longest_of).bytes(); }));
     cudaFree(dev);
     return 0;
   }

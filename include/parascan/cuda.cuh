@@ -106,18 +106,6 @@ std::pair<Outs, Outs> stage_outputs(const Outs& out, staged_offsets& staged) {
           transform_views(out, [&](const auto& v, int k) { return staged.stage(v, output_name(k, n)).second; })};
 }
 
-/// The longest of sequences [s0, s1) of a (host-offsets) view: each packed sequence's channels share its
-/// length, so this walks the packed sequences the range touches, not every channel.
-template <class T>
-index_t longest_in(const sequences<T>& v, index_t s0, index_t s1) {
-  if (!v.packed() || s1 <= s0) return s1 > s0 ? v.length : 0;
-  index_t longest = 0;
-  const index_t first = s0 / v.extent[1];  // one division a call: dispatch asks once a group of 32
-  for (index_t i = first, channel = first * v.extent[1]; channel < s1; ++i, channel += v.extent[1])
-    longest = std::max(longest, v.offsets[i + 1] - v.offsets[i]);
-  return longest;
-}
-
 /// What dispatch needs to know of a (host-offsets) view.
 template <class T>
 batch_shape shape_of(const sequences<T>& v) {
@@ -162,7 +150,7 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const Outs& o
   engine::segment_args<Op, pack, out_pack> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
   const auto& v = out_host.head;
-  const auto longest = [&](index_t s0, index_t s1) { return detail::longest_in(v, s0, s1); };
+  const longest_of_ranges longest(v);
   engine::run<policy, true>(args, detail::shape_of(v), longest, alloc, exec.stream);
 }
 
@@ -189,7 +177,7 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_pack<>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
   const auto& v = underlying(in_host.head);
-  const auto longest = [&](index_t s0, index_t s1) { return longest_in(v, s0, s1); };
+  const longest_of_ranges longest(v);
   engine::run<policy, false>(args, shape_of(v), longest, alloc, exec.stream);
 }
 

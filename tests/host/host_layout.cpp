@@ -3,8 +3,10 @@
 // past 2^31 are checked on addresses alone (nothing that large is allocated).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include <parascan/layout.hpp>
@@ -191,4 +193,37 @@ TEST_CASE("64-bit offsets: elements past 2^31 and 2^32 are addressed without ove
     auto dt = parascan::packed_dt(fake_base<E>(), offsets.data(), 2, 8, total);
     CHECK(byte_offset(dt, 8 + 7, big + 4) == std::uint64_t(7 * total + big + big + 4) * e);
   }
+}
+
+TEST_CASE("longest_of_ranges: the longest sequence of each range, ranges in any order, as a loop over each") {
+  std::mt19937 g(7);
+  std::vector<parascan::index_t> offsets{0};
+  for (int i = 0; i < 300; ++i) offsets.push_back(offsets.back() + parascan::index_t(g() % 50));  // empty ones too
+  const parascan::index_t N = 300;
+  std::vector<float> data(1);
+  for (const parascan::index_t D : {1, 5, 32, 48, 64, 100}) {
+    const auto view = parascan::packed_td(data.data(), offsets.data(), N, D);
+    const auto reference = [&](parascan::index_t s0, parascan::index_t s1) {
+      parascan::index_t longest = 0;
+      for (parascan::index_t s = s0; s < s1; ++s) longest = std::max(longest, view.length_of(s));
+      return longest;
+    };
+    const parascan::longest_of_ranges longest(view);
+    // Groups of 32 in order (as dispatch asks), then ranges of random extents at random places.
+    for (parascan::index_t s0 = 0; s0 < N * D; s0 += 32) {
+      const parascan::index_t s1 = std::min(N * D, s0 + 32);
+      INFO("D = " << D << ", [" << s0 << ", " << s1 << ")");
+      CHECK(longest(s0, s1) == reference(s0, s1));
+    }
+    for (int k = 0; k < 500; ++k) {
+      const parascan::index_t s0 = parascan::index_t(g() % std::uint64_t(N * D)),
+                              s1 = std::min(N * D, s0 + parascan::index_t(g() % 200));
+      INFO("D = " << D << ", [" << s0 << ", " << s1 << ")");
+      CHECK(longest(s0, s1) == reference(s0, s1));
+    }
+    CHECK(longest(7, 7) == 0);
+  }
+  const auto uniform = parascan::btd(data.data(), 2, 9, 3);
+  CHECK(parascan::longest_of_ranges(uniform)(0, 6) == 9);
+  CHECK(parascan::longest_of_ranges(uniform)(2, 2) == 0);
 }

@@ -15,7 +15,9 @@
 // pageable memory, which waits for the stream, is not hidden there). K x STAGES of 8 x 2 (64 KiB) and 16 x
 // 2 read alike, 4 x 2 and 4 x 4 slower; back to back, 8 x 3 (two blocks a multiprocessor) and 12 x 2 read
 // 0.300-0.305 ms a call where 8 x 2 read 0.312-0.318 and 6 x 2 (four blocks) 0.381-0.385 (one process
-// each, two rounds): within 4%, not worth a configuration the GPU tests have not run. The same kernel
+// each, two rounds). Since 2026-11-30 the tiles are 8 x 3 (three rounds, one process each, alternated:
+// 0.296-0.300 against 8 x 2's 0.308-0.310 ms a call, 74 against 72% of copy; 12 x 2 0.294-0.297; at D = 128
+// 80.7 / 80.0 / 79.3%; bench/results/h200-skewed-channels-2026-11-30.log). The same kernel
 // without its look-back (wrong results) read 0.50-0.63 against 0.55-0.67 ms a call alone, so the look-back
 // costs about a tenth at most. A block of K warps for each of the 8000 short groups too (one warp of rows
 // each) read 0.73-0.86 ms against the three passes' 0.63-0.65.
@@ -36,9 +38,10 @@
 
 namespace parascan::engine {
 
-/// Warps of a skewed batch's block tile, and stages of rows a warp (256 rows of fp32 pairs, 64 KiB).
+/// Warps of a skewed batch's block tile, and stages of rows a warp (384 rows of fp32 pairs, 96 KiB: two
+/// blocks a multiprocessor).
 constexpr int channel_block_warps = 8;
-constexpr int channel_block_stages = 2;
+constexpr int channel_block_stages = 3;
 
 /// Dynamic shared memory of a block tile: each warp's stages, then the K warps' totals and the carry
 /// before the tile (32 lanes each).
