@@ -102,9 +102,8 @@ int main(int argc, char** argv) {
     const auto x_view = parascan::packed_td(x, off.data(), N, D);
     auto& alloc = parascan::detail::default_temp_allocator();
     const index_t groups = (N * D + 31) / 32;
-    const parascan::longest_of_ranges longest_in(x_view);
     const auto longest_of = [&](index_t g) {  // as dispatch asks (tiles of 384 rows, blocks of 8 warps below)
-      return longest_in(g * 32, std::min(N * D, (g + 1) * 32));
+      return parascan::longest_in(x_view, g * 32, std::min(N * D, (g + 1) * 32));
     };
     std::printf("host us, device idle: whole call %.1f; cudaPointerGetAttributes host / device pointer %.2f / %.2f; "
                 "temp buffer (pool) %.2f; pageable copy 32 / 170 KiB %.1f / %.1f; staged offsets %.1f; argument "

@@ -150,7 +150,7 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const Outs& o
   engine::segment_args<Op, pack, out_pack> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
   const auto& v = out_host.head;
-  const longest_of_ranges longest(v);
+  const auto longest = [&](index_t s0, index_t s1) { return longest_in(v, s0, s1); };
   engine::run<policy, true>(args, detail::shape_of(v), longest, alloc, exec.stream);
 }
 
@@ -177,7 +177,7 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_pack<>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
   const auto& v = underlying(in_host.head);
-  const longest_of_ranges longest(v);
+  const auto longest = [&](index_t s0, index_t s1) { return longest_in(v, s0, s1); };
   engine::run<policy, false>(args, shape_of(v), longest, alloc, exec.stream);
 }
 

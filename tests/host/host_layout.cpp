@@ -195,7 +195,7 @@ TEST_CASE("64-bit offsets: elements past 2^31 and 2^32 are addressed without ove
   }
 }
 
-TEST_CASE("longest_of_ranges: the longest sequence of each range, ranges in any order, as a loop over each") {
+TEST_CASE("longest_in: the longest sequence of each range, ranges in any order, as a loop over each") {
   std::mt19937 g(7);
   std::vector<parascan::index_t> offsets{0};
   for (int i = 0; i < 300; ++i) offsets.push_back(offsets.back() + parascan::index_t(g() % 50));  // empty ones too
@@ -208,7 +208,9 @@ TEST_CASE("longest_of_ranges: the longest sequence of each range, ranges in any 
       for (parascan::index_t s = s0; s < s1; ++s) longest = std::max(longest, view.length_of(s));
       return longest;
     };
-    const parascan::longest_of_ranges longest(view);
+    const auto longest = [&](parascan::index_t s0, parascan::index_t s1) {
+      return parascan::longest_in(view, s0, s1);
+    };
     // Groups of 32 in order (as dispatch asks), then ranges of random extents at random places.
     for (parascan::index_t s0 = 0; s0 < N * D; s0 += 32) {
       const parascan::index_t s1 = std::min(N * D, s0 + 32);
@@ -224,6 +226,6 @@ TEST_CASE("longest_of_ranges: the longest sequence of each range, ranges in any 
     CHECK(longest(7, 7) == 0);
   }
   const auto uniform = parascan::btd(data.data(), 2, 9, 3);
-  CHECK(parascan::longest_of_ranges(uniform)(0, 6) == 9);
-  CHECK(parascan::longest_of_ranges(uniform)(2, 2) == 0);
+  CHECK(parascan::longest_in(uniform, 0, 6) == 9);
+  CHECK(parascan::longest_in(uniform, 2, 2) == 0);
 }
