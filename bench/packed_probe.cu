@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
     const auto x_view = parascan::packed_td(x, off.data(), N, D);
     auto& alloc = parascan::detail::default_temp_allocator();
     const index_t groups = (N * D + 31) / 32;
-    const auto longest_of = [&](index_t g) {  // as dispatch asks (tiles of 384 rows, blocks of 8 warps below)
-      return parascan::longest_in(x_view, g * 32, std::min(N * D, (g + 1) * 32));
+    const auto long_groups = [&](index_t threshold, auto&& visit) {  // as dispatch asks (tiles of 384 rows,
+      parascan::groups_longer_than(x_view, 32, threshold, visit);      // blocks of 8 warps below)
     };
     std::printf("host us, device idle: whole call %.1f; cudaPointerGetAttributes host / device pointer %.2f / %.2f; "
                 "temp buffer (pool) %.2f; pageable copy 32 / 170 KiB %.1f / %.1f; staged offsets %.1f; argument "
@@ -126,10 +126,10 @@ int main(int argc, char** argv) {
                 host_us([&] { bench_empty<<<1, 32>>>(); }), host_us([&] {
                   static parascan::channel_block_tables kept;
                   static std::vector<unsigned char> bytes;
-                  kept.build(groups, 384, 8, longest_of);
+                  kept.build(groups, 384, 8, long_groups);
                   kept.bytes_into(bytes);
                 }),
-                host_us([&] { (void)parascan::channel_block_tables::of(groups, 384, 8, longest_of).bytes(); }));
+                host_us([&] { (void)parascan::channel_block_tables::of(groups, 384, 8, long_groups).bytes(); }));
     cudaFree(dev);
     return 0;
   }

@@ -107,6 +107,37 @@ index_t longest_in(const sequences<T>& v, index_t s0, index_t s1) {
   return longest;
 }
 
+/// Calls visit(g, longest) for every group g of `group_size` consecutive sequences (g * group_size, ...)
+/// whose longest sequence has more than `threshold` steps, in increasing g, with that longest. One pass
+/// over a packed view's sequences, not over its groups: a batch of many short sequences and a few long
+/// ones costs a read of its offsets.
+template <class T, class Visit>
+void groups_longer_than(const sequences<T>& v, index_t group_size, index_t threshold, Visit&& visit) {
+  const index_t count = v.count();
+  if (count == 0) return;
+  if (!v.packed()) {
+    if (v.length > threshold)
+      for (index_t g = 0; g * group_size < count; ++g) visit(g, v.length);
+    return;
+  }
+  const index_t D = v.extent[1];  // the channels of a packed sequence, consecutive sequences of the batch
+  index_t group = -1, longest = 0;
+  for (index_t i = 0; i < v.extent[0]; ++i) {
+    const index_t length = v.offsets[i + 1] - v.offsets[i];
+    if (length <= threshold) continue;
+    for (index_t g = i * D / group_size; g <= ((i + 1) * D - 1) / group_size; ++g) {
+      if (g == group) {  // a group shared with the previous long sequence
+        longest = length > longest ? length : longest;
+        continue;
+      }
+      if (group >= 0) visit(group, longest);
+      group = g;
+      longest = length;
+    }
+  }
+  if (group >= 0) visit(group, longest);
+}
+
 /// One sequence of n elements, `stride` apart.
 template <class T>
 sequences<T> single(T* data, index_t n, index_t stride = 1) {

@@ -225,82 +225,78 @@ constexpr bool runs_channel_block_tiles(const scan_plan& plan) {
   return plan.group == group_kind::channel && plan.splits > 1 && plan.ragged;
 }
 
-/// Where block b of the launch works.
+/// A tile of a long group (more than one tile) of a skewed channel batch's single pass.
 struct channel_block_tile {
-  int group;  // the group whose tile this is; for tile -1, the block's first entry in `shorts`
-  int tile;   // which of the group's tiles; -1: whole groups of one tile, warp w the group shorts[group + w]
+  int long_group;  // which of channel_block_tables::groups
+  int tile;        // which of that group's tiles
 };
 
-/// The blocks of a skewed channel batch's single pass (cuda/channel_block_lookback.cuh), from the longest
-/// sequence of each group of 32. Group g has the tiles of `tile_rows` steps its longest needs (at least
-/// one); a group of more than one has the look-back slots first[g] .. first[g + 1] - 1. Groups of one tile
-/// run whole (no look-back, no slot), a warp each, `warps` to a block, listed in `shorts` (padded with -1
-/// to whole blocks). `order` is the launch order: round by round, tile j of every group that has one
-/// before any tile j + 1 (the resident tiles spread over the long groups), groups with more tiles first
-/// within a round, the blocks of one-tile groups at the end of round 0.
+/// The blocks of a skewed channel batch's single pass (cuda/channel_block_lookback.cuh). Only the long
+/// groups (of 32 sequences; more than one tile of `tile_rows` steps) are listed: `groups[i]` has the tiles
+/// its longest sequence needs, with the look-back slots first[i] .. first[i + 1] - 1. The other groups run
+/// whole, a warp each, `warps` consecutive groups to a block (`short_blocks` blocks over every group; a
+/// warp whose group has a longer sequence than a tile leaves at once): nothing is listed for them, so a
+/// batch of 8000 short groups among 8 long ones costs the host one pass over its offsets, not a pass and
+/// a table entry a group (which took most of a call's host time: 45-77 us of 94-142, H200 machine). The
+/// launch order: the long groups' tiles 0 (`order`'s first groups.size() entries), the short blocks, then
+/// round by round, tile j of every long group that has one before any tile j + 1 (the resident tiles
+/// spread over the long groups), groups with more tiles first within a round.
 struct channel_block_tables {
+  std::vector<int> groups;
   std::vector<index_t> first;
   std::vector<channel_block_tile> order;
-  std::vector<int> shorts;
+  index_t short_blocks = 0;
 
-  template <class Longest>
-  static channel_block_tables of(index_t groups, index_t tile_rows, int warps, const Longest& longest_of_group) {
+  /// `long_groups(threshold, visit)` calls visit(g, longest) for every group whose longest sequence has
+  /// more than `threshold` steps, in increasing g (layout.hpp's groups_longer_than).
+  template <class LongGroups>
+  static channel_block_tables of(index_t group_count, index_t tile_rows, int warps, const LongGroups& long_groups) {
     channel_block_tables t;
-    t.build(groups, tile_rows, warps, longest_of_group);
+    t.build(group_count, tile_rows, warps, long_groups);
     return t;
   }
-  /// The same into this object's vectors, whose memory a caller keeping the object reuses from call to
-  /// call (a skewed batch of 8008 groups on the 2-core build machine: 300 us a call with fresh vectors
-  /// pushed back, most of it page faults and copies; 26-38 us kept and sized).
-  template <class Longest>
-  void build(index_t groups, index_t tile_rows, int warps, const Longest& longest_of_group) {
-    // Sized first and filled through pointers: a push_back a group cost as much as the rest.
-    first.resize(std::size_t(groups) + 1);
-    shorts.resize(std::size_t(groups) + std::size_t(warps));
-    index_t* const slot = first.data();
-    int* const short_group = shorts.data();
-    std::size_t short_count = 0;
-    std::vector<std::pair<index_t, int>> longs;  // (tiles, group) of the groups of more than one tile
-    slot[0] = 0;
-    for (index_t g = 0; g < groups; ++g) {
-      const index_t longest = longest_of_group(g);  // most groups are short: no division for them
-      const index_t tiles = longest <= tile_rows ? 1 : (longest + tile_rows - 1) / tile_rows;
-      slot[g + 1] = slot[g] + (tiles == 1 ? 0 : tiles);
-      if (tiles == 1)
-        short_group[short_count++] = int(g);
-      else
-        longs.emplace_back(tiles, int(g));
-    }
-    const std::size_t short_blocks = (short_count + std::size_t(warps) - 1) / std::size_t(warps);
-    std::fill(shorts.begin() + std::ptrdiff_t(short_count), shorts.end(), -1);
-    shorts.resize(short_blocks * std::size_t(warps));
+  /// The same into this object's vectors, whose memory a caller keeping the object reuses from call to call.
+  template <class LongGroups>
+  void build(index_t group_count, index_t tile_rows, int warps, const LongGroups& long_groups) {
+    groups.clear();
+    first.assign(1, 0);
     order.clear();
-    if (groups == 0 || first.back() >= std::numeric_limits<int>::max()) return;  // the caller declines
-    std::stable_sort(longs.begin(), longs.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-    order.resize(std::size_t(first.back()) + short_blocks);
+    short_blocks = (group_count + warps - 1) / warps;
+    long_groups(tile_rows, [&](index_t g, index_t longest) {
+      groups.push_back(int(g));
+      first.push_back(first.back() + (longest + tile_rows - 1) / tile_rows);
+    });
+    if (groups.empty() || first.back() >= std::numeric_limits<int>::max()) return;  // the caller declines
+    // Long groups by tile count, most first (stable: in group order among equals).
+    by_tiles.resize(groups.size());
+    for (std::size_t i = 0; i < groups.size(); ++i) by_tiles[i] = int(i);
+    const auto tiles = [&](int i) { return first[std::size_t(i) + 1] - first[std::size_t(i)]; };
+    std::stable_sort(by_tiles.begin(), by_tiles.end(), [&](int x, int y) { return tiles(x) > tiles(y); });
+    order.resize(std::size_t(first.back()));
     channel_block_tile* next = order.data();
-    const index_t rounds = longs.empty() ? 1 : longs[0].first;  // round 0 holds the short blocks
-    for (index_t j = 0; j < rounds; ++j) {
-      for (std::size_t i = 0; i < longs.size() && longs[i].first > j; ++i) *next++ = {longs[i].second, int(j)};
-      if (j == 0)
-        for (std::size_t i = 0; i < short_blocks; ++i) *next++ = {int(i * std::size_t(warps)), -1};
-    }
+    for (index_t j = 0; j < tiles(by_tiles[0]); ++j)
+      for (std::size_t k = 0; k < by_tiles.size() && tiles(by_tiles[k]) > j; ++k) *next++ = {by_tiles[k], int(j)};
   }
-  std::size_t order_offset() const { return (first.size() * sizeof(index_t) + 15) / 16 * 16; }
-  std::size_t shorts_offset() const { return order_offset() + order.size() * sizeof(channel_block_tile); }
-  /// The three tables in one block of bytes (first, order, shorts), for one copy to the device.
+  /// Blocks of the launch: every long tile and the short blocks.
+  index_t blocks() const { return index_t(order.size()) + short_blocks; }
+  std::size_t groups_offset() const { return (first.size() * sizeof(index_t) + 15) / 16 * 16; }
+  std::size_t order_offset() const { return groups_offset() + (groups.size() * sizeof(int) + 15) / 16 * 16; }
+  /// The three tables in one block of bytes (first, groups, order; each 16-byte aligned), for one copy to
+  /// the device.
   std::vector<unsigned char> bytes() const {
     std::vector<unsigned char> b;
     bytes_into(b);
     return b;
   }
   void bytes_into(std::vector<unsigned char>& b) const {
-    b.resize(shorts_offset() + shorts.size() * sizeof(int));
+    b.assign(order_offset() + order.size() * sizeof(channel_block_tile), 0);
     std::memcpy(b.data(), first.data(), first.size() * sizeof(index_t));
-    std::memset(b.data() + first.size() * sizeof(index_t), 0, order_offset() - first.size() * sizeof(index_t));
+    std::memcpy(b.data() + groups_offset(), groups.data(), groups.size() * sizeof(int));
     std::memcpy(b.data() + order_offset(), order.data(), order.size() * sizeof(channel_block_tile));
-    std::memcpy(b.data() + shorts_offset(), shorts.data(), shorts.size() * sizeof(int));
   }
+
+ private:
+  std::vector<int> by_tiles;
 };
 
 /// Whether a batch planned for channel groups runs them whole, a block of `warps` warps each, the warps

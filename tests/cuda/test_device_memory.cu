@@ -60,6 +60,43 @@ TEST_CASE("host memory, pageable or pinned, is refused with the argument named, 
   CHECK(all_nan(y.read()));
 }
 
+__global__ void spin_for(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+TEST_CASE("host offsets, pageable or pinned, may change as soon as the call returns") {
+  // The offsets are uploaded for the kernels: from pageable memory the copy has taken them when the call
+  // returns; page-locked ones would be read when the stream reaches the copy (here after a busy kernel), so
+  // parascan copies those first. Either way the caller's array may change at once.
+  const index_t N = 300, D = 3;
+  std::vector<index_t> lengths(static_cast<std::size_t>(N));
+  index_t total = 0;
+  for (index_t i = 0; i < N; ++i) total += lengths[std::size_t(i)] = 1 + (i * 37) % 50;
+  device_floats x(total * D, 1.0f);
+  for (const bool pinned : {false, true}) {
+    INFO((pinned ? "page-locked" : "pageable") << " offsets");
+    std::vector<index_t> pageable(static_cast<std::size_t>(N) + 1);
+    index_t* offsets = pageable.data();
+    if (pinned) check(cudaMallocHost(&offsets, (N + 1) * sizeof(index_t)));
+    offsets[0] = 0;
+    for (index_t i = 0; i < N; ++i) offsets[i + 1] = offsets[i] + lengths[std::size_t(i)];
+    device_floats y(total * D, NAN);
+    spin_for<<<1, 1>>>(20000000);  // about 10 ms: the call's copies queue behind it
+    parascan::cumsum(parascan::cuda{}, parascan::packed_td<const float>(x.p, offsets, N, D),
+                     parascan::packed_td(y.p, offsets, N, D));
+    for (index_t i = 0; i <= N; ++i) offsets[i] = 0;  // every sequence empty, were they read now
+    const std::vector<float> got = y.read();
+    index_t wrong = 0, row = 0;
+    for (index_t i = 0; i < N; ++i)
+      for (index_t t = 0; t < lengths[std::size_t(i)]; ++t, ++row)
+        for (index_t c = 0; c < D; ++c) wrong += got[std::size_t(row * D + c)] != float(t + 1);
+    CHECK(wrong == 0);
+    if (pinned) check(cudaFreeHost(offsets));
+  }
+}
+
 TEST_CASE("managed memory is taken") {
   const index_t T = 4097;
   device_floats x(T, 1.0f, true), y(T, NAN, true);

@@ -229,3 +229,37 @@ TEST_CASE("longest_in: the longest sequence of each range, ranges in any order, 
   CHECK(parascan::longest_in(uniform, 0, 6) == 9);
   CHECK(parascan::longest_in(uniform, 2, 2) == 0);
 }
+
+TEST_CASE("groups_longer_than: the groups with a sequence over a threshold, in order, as longest_in finds them") {
+  std::mt19937 g(11);
+  std::vector<parascan::index_t> offsets{0};
+  for (int i = 0; i < 300; ++i)  // mostly short, some long, some empty
+    offsets.push_back(offsets.back() + parascan::index_t(g() % 8 == 0 ? 100 + g() % 900 : g() % 50));
+  const parascan::index_t N = 300;
+  std::vector<float> data(1);
+  for (const parascan::index_t D : {1, 5, 32, 48, 64, 100})
+    for (const parascan::index_t size : {32, 7})
+      for (const parascan::index_t threshold : {0, 49, 384, 2000}) {
+        const auto view = parascan::packed_td(data.data(), offsets.data(), N, D);
+        std::vector<std::pair<parascan::index_t, parascan::index_t>> expected, seen;
+        for (parascan::index_t s0 = 0; s0 < N * D; s0 += size) {
+          const parascan::index_t longest = parascan::longest_in(view, s0, std::min(N * D, s0 + size));
+          if (longest > threshold) expected.emplace_back(s0 / size, longest);
+        }
+        parascan::groups_longer_than(view, size, threshold,
+                                     [&](parascan::index_t group, parascan::index_t longest) {
+                                       seen.emplace_back(group, longest);
+                                     });
+        INFO("D = " << D << ", groups of " << size << ", threshold " << threshold);
+        CHECK(seen == expected);
+      }
+  std::vector<std::pair<parascan::index_t, parascan::index_t>> seen;
+  const auto record = [&](parascan::index_t group, parascan::index_t longest) { seen.emplace_back(group, longest); };
+  parascan::groups_longer_than(parascan::btd(data.data(), 2, 9, 3), 4, 8, record);  // 6 sequences of 9
+  CHECK(seen == std::vector<std::pair<parascan::index_t, parascan::index_t>>{{0, 9}, {1, 9}});
+  seen.clear();
+  parascan::groups_longer_than(parascan::btd(data.data(), 2, 9, 3), 4, 9, record);
+  CHECK(seen.empty());
+  parascan::groups_longer_than(parascan::packed_td(data.data(), offsets.data(), 0, 64), 32, 0, record);
+  CHECK(seen.empty());
+}

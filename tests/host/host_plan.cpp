@@ -208,54 +208,71 @@ TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-b
                                      tile));
 }
 
-TEST_CASE("plan: a skewed batch's single pass, its tile list (tiles round by round, one-tile groups a warp each)") {
+TEST_CASE("plan: a skewed batch's single pass, its tile list (long groups' tiles round by round, the rest a warp each)") {
   // Groups' longest sequences: 600, 10, 0, 257, 256, 1000 steps; tiles of 256 steps, blocks of 4 warps.
   const std::vector<index_t> longest{600, 10, 0, 257, 256, 1000};
-  const auto t = parascan::channel_block_tables::of(index_t(longest.size()), 256, 4,
-                                                     [&](index_t g) { return longest[std::size_t(g)]; });
-  CHECK(t.first == std::vector<index_t>{0, 3, 3, 3, 5, 5, 9});  // 3, 1, 1, 2, 1, 4 tiles: slots of the long
-  CHECK(t.shorts == std::vector<int>{1, 2, 4, -1});               // one-tile groups, padded to a block of 4
-  // Round 0: every long group's first tile (most tiles first), then the one-tile groups' block; then
-  // round by round, tile j of every group that has it.
-  const std::vector<std::pair<int, int>> expected{{5, 0}, {0, 0}, {3, 0}, {0, -1}, {5, 1}, {0, 1},
-                                                  {3, 1}, {5, 2}, {0, 2}, {5, 3}};
+  int asked = 0;
+  const auto long_groups = [&](index_t threshold, auto&& visit) {  // as layout.hpp's groups_longer_than
+    ++asked;
+    CHECK(threshold == 256);
+    for (std::size_t g = 0; g < longest.size(); ++g)
+      if (longest[g] > threshold) visit(index_t(g), longest[g]);
+  };
+  const auto t = parascan::channel_block_tables::of(index_t(longest.size()), 256, 4, long_groups);
+  CHECK(asked == 1);
+  CHECK(t.groups == std::vector<int>{0, 3, 5});       // more than one tile: 3, 2 and 4
+  CHECK(t.first == std::vector<index_t>{0, 3, 5, 9});  // their look-back slots
+  CHECK(t.short_blocks == 2);                          // every group, 4 to a block (the long ones leave)
+  CHECK(t.blocks() == 11);
+  // Round by round (the launch puts the short blocks after round 0): tile j of every long group that has
+  // one, most tiles first (as indices into groups).
+  const std::vector<std::pair<int, int>> expected{{2, 0}, {0, 0}, {1, 0}, {2, 1}, {0, 1},
+                                                  {1, 1}, {2, 2}, {0, 2}, {2, 3}};
   REQUIRE(t.order.size() == expected.size());
   for (std::size_t b = 0; b < expected.size(); ++b) {
-    INFO("block " << b);
-    CHECK(t.order[b].group == expected[b].first);
+    INFO("tile " << b);
+    CHECK(t.order[b].long_group == expected[b].first);
     CHECK(t.order[b].tile == expected[b].second);
   }
-  // One block of bytes for the device: first, then order and shorts, 16-byte aligned where order starts.
+  // One block of bytes for the device: first, groups and order, each 16-byte aligned.
   const std::vector<unsigned char> bytes = t.bytes();
-  CHECK(t.order_offset() == 64);  // 7 entries of 8 bytes, rounded up
-  CHECK(bytes.size() == t.shorts_offset() + 4 * sizeof(int));
+  CHECK(t.groups_offset() == 32);  // 4 slots of 8 bytes
+  CHECK(t.order_offset() == 48);   // 3 groups of 4 bytes, rounded up
+  CHECK(bytes.size() == 48 + 9 * sizeof(parascan::channel_block_tile));
   parascan::channel_block_tile third{};
   std::memcpy(&third, bytes.data() + t.order_offset() + 2 * sizeof(third), sizeof(third));
-  CHECK(third.group == 3);
-  int last_short = 0;
-  std::memcpy(&last_short, bytes.data() + t.shorts_offset() + 3 * sizeof(int), sizeof(int));
-  CHECK(last_short == -1);
-  // Only one-tile groups: one block of them; only long ones: no short block.
-  const auto all_short = parascan::channel_block_tables::of(5, 256, 4, [](index_t) { return index_t(7); });
-  CHECK(all_short.order.size() == 2);
-  CHECK(all_short.first.back() == 0);  // no look-back slots
-  CHECK(all_short.order[1].group == 4);
-  CHECK(all_short.order[1].tile == -1);
-  const auto all_long = parascan::channel_block_tables::of(2, 256, 4, [](index_t) { return index_t(513); });
+  CHECK(third.long_group == 1);
+  int last_group = 0;
+  std::memcpy(&last_group, bytes.data() + t.groups_offset() + 2 * sizeof(int), sizeof(int));
+  CHECK(last_group == 5);
+  index_t slots = 0;
+  std::memcpy(&slots, bytes.data() + 3 * sizeof(index_t), sizeof(index_t));
+  CHECK(slots == 9);
+  // Only short groups: their blocks alone, no slot; only long ones: their tiles and the short blocks too.
+  const auto none = [](index_t, auto&&) {};
+  const auto all_short = parascan::channel_block_tables::of(5, 256, 4, none);
+  CHECK(all_short.order.empty());
+  CHECK(all_short.first.back() == 0);
+  CHECK(all_short.blocks() == 2);
+  const auto two_long = [](index_t, auto&& visit) {
+    visit(0, 513);
+    visit(1, 513);
+  };
+  const auto all_long = parascan::channel_block_tables::of(2, 256, 4, two_long);
   CHECK(all_long.order.size() == 6);
-  CHECK(all_long.shorts.empty());
+  CHECK(all_long.blocks() == 7);
   // Tables kept from call to call (as the CUDA backend keeps them) hold only the latest batch's.
-  parascan::channel_block_tables kept = all_short;
+  parascan::channel_block_tables kept = all_long;
   std::vector<unsigned char> kept_bytes(1000, 0xff);
-  kept.build(index_t(longest.size()), 256, 4, [&](index_t g) { return longest[std::size_t(g)]; });
+  kept.build(index_t(longest.size()), 256, 4, long_groups);
   kept.bytes_into(kept_bytes);
+  CHECK(kept.groups == t.groups);
   CHECK(kept.first == t.first);
-  CHECK(kept.shorts == t.shorts);
   CHECK(kept_bytes == bytes);
-  kept.build(2, 256, 4, [](index_t) { return index_t(513); });
-  CHECK(kept.order.size() == 6);
-  CHECK(kept.shorts.empty());
-  CHECK(kept.first == all_long.first);
+  kept.build(5, 256, 4, none);
+  CHECK(kept.order.empty());
+  CHECK(kept.groups.empty());
+  CHECK(kept.blocks() == 2);
 }
 
 TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run blocks of warps splitting time") {

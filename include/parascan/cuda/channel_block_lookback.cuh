@@ -24,7 +24,12 @@
 //
 // Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
 // over the long groups), longer groups first within a round, the blocks of short groups at the end of
-// round 0. Deterministic: every fold runs in a fixed order (the K totals left to right, the look-back as
+// round 0. The host lists only the long groups (plan.hpp's channel_block_tables, from one pass over the
+// sequences); the short blocks take every group in order, 8 to a block, and a warp whose group has a
+// sequence longer than a tile leaves. Listing all 8008 groups of the bench's batch took the host 43 us a
+// call and a 170 KiB pageable copy that made it wait for the stream; now 11 us and 44 KiB (H200, probe,
+// three rounds alternated: a call alone 0.362-0.367 -> 0.323-0.325 ms, 60-61 -> 68% of copy; back to back
+// 0.296-0.300 -> 0.287-0.289 ms, 74 -> 77%; the host 0.257 -> 0.046 ms a call to return). Deterministic: every fold runs in a fixed order (the K totals left to right, the look-back as
 // channel_look_back), so results depend on the shape only.
 #pragma once
 
@@ -60,12 +65,23 @@ inline std::atomic<long long>& channel_block_launches() {
   return count;
 }
 
-/// The block tile order[blockIdx.x]: rows [j * tile_rows, (j + 1) * tile_rows) of group g's 32 sequences,
-/// warp w the w-th warp_rows of them; its states at slot a.first_item[g] + j of `status`.
+/// Where the blocks of a launch work (plan.hpp's channel_block_tables, on the device).
+struct channel_block_launch {
+  const index_t* first;            // long group i's look-back slots first[i] .. first[i + 1] - 1
+  const int* groups;               // long group i's group
+  const channel_block_tile* order;  // the long tiles in launch order
+  int long_groups;                 // blocks [0, long_groups): order[b]; then the short blocks; then order[b - short_blocks]
+  int short_blocks;                // block long_groups + k: groups k * K .. k * K + K - 1, a warp each
+  index_t tile_rows;               // a group with a longer sequence is a long one
+};
+
+/// Block b's work: a tile of a long group (rows [j * tile_rows, (j + 1) * tile_rows) of its 32 sequences,
+/// warp w the w-th warp_rows of them; its states at slot first[i] + j of `status`), or K consecutive
+/// groups run whole, a warp each, where they have no sequence longer than a tile.
 template <int K, int STAGES, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(K * warp_threads)
     channel_block_lookback_kernel(const segment_args<Op, Pack, Outs> a, const channel_tile_status<state_t<Op>> status,
-                                  const channel_block_tile* order, const int* shorts) {
+                                  const channel_block_launch launch) {
   using S = state_t<Op>;
   using layout = channel_block_layout<K, STAGES, Op, Pack>;
   extern __shared__ __align__(16) unsigned char channel_block_shared[];
@@ -73,13 +89,14 @@ __global__ void __launch_bounds__(K * warp_threads)
   S* const carries = totals + K * warp_threads;                                           // [32]
   const int warp = int(threadIdx.x) / warp_threads, lane = int(threadIdx.x) % warp_threads;
   unsigned char* const staging = channel_block_shared + warp * layout::staging::per_warp;
-  const channel_block_tile here = order[blockIdx.x];
-  if (here.tile < 0) {  // whole groups of one tile, a warp each (block-uniform: no barrier below is reached)
-    const int g = shorts[here.group + warp];
-    if (g < 0) return;
-    const index_t s = index_t(g) * warp_threads + lane;
+  const int b = int(blockIdx.x), shorts = b - launch.long_groups;
+  if (shorts >= 0 && shorts < launch.short_blocks) {  // block-uniform: no barrier below is reached
+    const index_t s = (index_t(shorts) * K + warp) * warp_threads + lane;
     const bool active = s < a.count;
     const index_t n = active ? a.in.head.length_of(s) : 0;
+    // A group past the batch, or a long one (its tiles are other blocks'), leaves; the host listed the
+    // long groups by the same test.
+    if (__all_sync(full_mask, !active) || __any_sync(full_mask, n > launch.tile_rows)) return;
     decltype(bind_outputs(a.out, 0)) out{};
     if (active) out = bind_outputs(a.out, s);
     const S total = scan_channels<STAGES, true>(staging, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, 0, n,
@@ -88,9 +105,10 @@ __global__ void __launch_bounds__(K * warp_threads)
     if (active) a.write_final(s, total);
     return;
   }
-  const index_t g = here.group, j = here.tile;
-  const index_t first = a.first_item[g];
-  const bool last = first + j == a.first_item[g + 1] - 1;
+  const channel_block_tile here = launch.order[shorts < 0 ? b : b - launch.short_blocks];
+  const index_t g = launch.groups[here.long_group], j = here.tile;
+  const index_t first = launch.first[here.long_group];
+  const bool last = first + j == launch.first[here.long_group + 1] - 1;
   const index_t s = g * warp_threads + lane;
   const bool active = s < a.count;  // lanes past the last sequence only pad
   const index_t n = active ? a.in.head.length_of(s) : 0;
@@ -131,10 +149,11 @@ __global__ void __launch_bounds__(K * warp_threads)
 }
 
 /// The prefix scan of a skewed channel batch (dispatch asks plan.hpp's runs_channel_block_tiles first) in
-/// one pass. `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host. False (nothing
-/// run) where the stages do not fit the device's shared memory or there would be 2^31 tiles or more.
+/// one pass. `lengths.groups_longer_than(32, threshold, visit)`: the groups of 32 sequences with a longer
+/// one, read on the host (cuda.cuh's host_lengths). False (nothing run) where the stages do not fit the
+/// device's shared memory or there would be 2^31 tiles or more.
 template <class Op, class Pack, class Outs, class Lengths>
-bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& longest_in,
+bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& lengths,
                                 temp_allocator& alloc, cudaStream_t stream) {
   using S = state_t<Op>;
   constexpr int K = channel_block_warps, STAGES = channel_block_stages;
@@ -146,15 +165,14 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
     static std::atomic<int> fits[64] = {}, allowed[64] = {};
     if (groups == 0 || groups >= std::numeric_limits<int>::max() || !fits_shared_memory(fits, kernel, layout::bytes))
       return false;
-    // The host's tables, kept from call to call by this thread (their memory reused), built in one pass
-    // (plan.hpp): with fresh vectors and a division a group, the bench's 8008 groups took most of a call's
-    // 0.25 ms on the host (H200 machine, packed_probe --host); since, 0.09-0.13 ms the whole call.
+    // The host's tables, kept from call to call by this thread (their memory reused): the long groups
+    // only, found in one pass over the sequences.
     thread_local channel_block_tables tables;
     thread_local std::vector<unsigned char> table_bytes;
-    tables.build(groups, layout::tile_rows, K, [&](index_t g) {
-      return longest_in(g * warp_threads, std::min(a.count, (g + 1) * warp_threads));
+    tables.build(groups, layout::tile_rows, K, [&](index_t threshold, auto&& visit) {
+      lengths.groups_longer_than(warp_threads, threshold, visit);
     });
-    const index_t slots = tables.first.back(), blocks = index_t(tables.order.size());
+    const index_t slots = tables.first.back(), blocks = tables.blocks();
     if (slots >= std::numeric_limits<int>::max() || blocks >= std::numeric_limits<int>::max()) return false;
     // One copy of the three tables (pageable memory: the call returns once they are copied out).
     tables.bytes_into(table_bytes);
@@ -164,23 +182,26 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
                        "parascan channel tile list");
     using status_t = channel_tile_status<S>;
     detail::temp_buffer memory(alloc, stream, status_t::bytes(slots));
-    if (slots > 0)  // none where every group is of one tile (2-byte inputs' tiles hold 512 steps)
+    if (slots > 0)  // none where no group is longer than a tile
       detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, status_t::level_bytes(slots), stream),
                          "parascan look-back status");
-    a.first_item = device_tables.as<index_t>();
     allow_dynamic_shared(allowed, kernel, int(layout::bytes));
     if (log_plans())
       std::fprintf(stderr,
-                   "parascan: skewed channel batch in one pass: %lld blocks of %d warps (tiles of %lld steps; %lld "
-                   "groups of one tile, a warp each)\n",
-                   static_cast<long long>(blocks), K, static_cast<long long>(layout::tile_rows),
-                   static_cast<long long>(std::count_if(tables.shorts.begin(), tables.shorts.end(),
-                                                        [](int g) { return g >= 0; })));
+                   "parascan: skewed channel batch in one pass: %lld blocks of %d warps (%lld groups longer than "
+                   "a tile of %lld steps, %lld tiles; %lld blocks of whole groups, a warp each)\n",
+                   static_cast<long long>(blocks), K, static_cast<long long>(tables.groups.size()),
+                   static_cast<long long>(layout::tile_rows), static_cast<long long>(slots),
+                   static_cast<long long>(tables.short_blocks));
     unsigned char* const base = device_tables.as<unsigned char>();
-    kernel<<<unsigned(blocks), K * warp_threads, layout::bytes, stream>>>(
-        a, status_t::in(memory.as<void>(), slots),
-        reinterpret_cast<const channel_block_tile*>(base + tables.order_offset()),
-        reinterpret_cast<const int*>(base + tables.shorts_offset()));
+    const channel_block_launch launch{reinterpret_cast<const index_t*>(base),
+                                      reinterpret_cast<const int*>(base + tables.groups_offset()),
+                                      reinterpret_cast<const channel_block_tile*>(base + tables.order_offset()),
+                                      int(tables.groups.size()),
+                                      int(tables.short_blocks),
+                                      layout::tile_rows};
+    kernel<<<unsigned(blocks), K * warp_threads, layout::bytes, stream>>>(a, status_t::in(memory.as<void>(), slots),
+                                                                          launch);
     detail::check_launch("parascan channel_block_lookback_kernel");
     channel_block_launches().fetch_add(1, std::memory_order_relaxed);
     return true;

@@ -358,7 +358,7 @@ bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& sha
 
 /// A skewed channel batch's single pass (channel_block_lookback.cuh, included at the end of this file).
 template <class Op, class Pack, class Outs, class Lengths>
-bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& longest_in,
+bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& lengths,
                                 temp_allocator& alloc, cudaStream_t stream);
 
 /// Whole channel groups of several warps that split time (channel_slices.cuh, included at the end of this
@@ -422,7 +422,7 @@ struct lookahead_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookahead_
 /// shuffle (the look-ahead where lookahead_tiles has tiles and there are enough of them, else the
 /// look-back), reduce-then-scan over segments (fold, carry, rescan) for the rest.
 /// `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host (a ragged split counts each
-/// group's segments).
+/// group's segments); `longest_in.groups_longer_than(size, threshold, visit)` too (cuda.cuh's host_lengths).
 template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs, class Lengths>
 void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, const Lengths& longest_in,
                     temp_allocator& alloc, cudaStream_t stream) {

@@ -130,6 +130,16 @@ inline memory_place place_of(const void* p, int* owner = nullptr) {
   return attr.device == current ? memory_place::current_device : memory_place::other_device;
 }
 
+/// Whether p is host memory unknown to CUDA (pageable), not page-locked (registered or cudaMallocHost).
+inline bool is_pageable(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  return attr.type == cudaMemoryTypeUnregistered;
+}
+
 /// Whether the device can read p directly: the current device's memory or managed memory.
 inline bool is_device_pointer(const void* p) { return place_of(p) == memory_place::current_device; }
 
@@ -179,30 +189,39 @@ class staged_offsets {
     if (!v.packed()) return {v, v};
     require(v.extent[0] >= 0, name + ".extent", "non-negative batch extents");
     for (auto& e : entries_)
-      if (e.given == v.offsets) return {with(v, e.host.data()), with(v, e.device)};
+      if (e.given == v.offsets) return {with(v, e.host), with(v, e.device)};
     entry e;
     e.given = v.offsets;
     const std::size_t n = std::size_t(v.extent[0]) + 1, bytes = n * sizeof(index_t);
-    e.host.resize(n);
     if (offsets_on_device(v.offsets, name + ".offsets")) {
-      cuda_check(cudaMemcpyAsync(e.host.data(), v.offsets, bytes, cudaMemcpyDeviceToHost, stream_), (name + ".offsets").c_str());
+      e.copy.resize(n);
+      cuda_check(cudaMemcpyAsync(e.copy.data(), v.offsets, bytes, cudaMemcpyDeviceToHost, stream_), (name + ".offsets").c_str());
       cuda_check(cudaStreamSynchronize(stream_), (name + ".offsets").c_str());
+      e.host = e.copy.data();
       e.device = v.offsets;
     } else {
-      e.host.assign(v.offsets, v.offsets + n);
+      // Uploaded straight from the caller's pageable array (a copy of our own cost 2-3 us a call): the call
+      // returns once its bytes are staged, so the caller may change them at once. Page-locked offsets
+      // would be read by the copy later, when the stream reaches it: those are copied first.
+      e.host = v.offsets;
+      if (!is_pageable(v.offsets)) {
+        e.copy.assign(v.offsets, v.offsets + n);
+        e.host = e.copy.data();
+      }
       buffers_.emplace_back(alloc_, stream_, bytes);
       e.device = buffers_.back().as<index_t>();
-      cuda_check(cudaMemcpyAsync(const_cast<index_t*>(e.device), e.host.data(), bytes, cudaMemcpyHostToDevice, stream_),
+      cuda_check(cudaMemcpyAsync(const_cast<index_t*>(e.device), e.host, bytes, cudaMemcpyHostToDevice, stream_),
                  (name + ".offsets").c_str());
     }
     entries_.push_back(std::move(e));
-    return {with(v, entries_.back().host.data()), with(v, entries_.back().device)};
+    return {with(v, entries_.back().host), with(v, entries_.back().device)};
   }
 
  private:
   struct entry {
     const index_t* given = nullptr;
-    std::vector<index_t> host;
+    std::vector<index_t> copy;  // device offsets read back, or page-locked ones copied
+    const index_t* host = nullptr;
     const index_t* device = nullptr;
   };
   template <class T>
