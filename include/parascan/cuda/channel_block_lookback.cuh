@@ -17,10 +17,16 @@
 // 0.300-0.305 ms a call where 8 x 2 read 0.312-0.318 and 6 x 2 (four blocks) 0.381-0.385 (one process
 // each, two rounds). Since 2026-11-30 the tiles are 8 x 3 (three rounds, one process each, alternated:
 // 0.296-0.300 against 8 x 2's 0.308-0.310 ms a call, 74 against 72% of copy; 12 x 2 0.294-0.297; at D = 128
-// 80.7 / 80.0 / 79.3%; bench/results/h200-skewed-channels-2026-11-30.log). The same kernel
-// without its look-back (wrong results) read 0.50-0.63 against 0.55-0.67 ms a call alone, so the look-back
-// costs about a tenth at most. A block of K warps for each of the 8000 short groups too (one warp of rows
-// each) read 0.73-0.86 ms against the three passes' 0.63-0.65.
+// 80.7 / 80.0 / 79.3%; bench/results/h200-skewed-channels-2026-11-30.log). A block of K warps for each of
+// the 8000 short groups too (one warp of rows each) read 0.73-0.86 ms against the three passes' 0.63-0.65.
+//
+// The look-back is most of what the kernel costs beyond its bytes: without it (wrong results) calls back to
+// back read 0.237 against 0.287 ms (93 against 77% of copy; H200, probe, two rounds; an earlier reading of
+// calls alone, 0.50-0.63 against 0.55-0.67 ms, had put it at a tenth). Warp K - 1 publishes the tile's
+// aggregate while warp 0 looks back, one wait for the L2 off warp 0's path (0.287-0.288 -> 0.280-0.282 ms,
+// three rounds alternated). A ninth warp that looks back alone and publishes the inclusive prefix after the
+// block's barrier, while the eight scan, read within a point of that (0.277-0.282 ms at 80 registers, 12
+// bytes spilled to keep two blocks a multiprocessor; at its own 110 registers, one block: 0.36 ms).
 //
 // Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
 // over the long groups), longer groups first within a round, the blocks of short groups at the end of
@@ -29,7 +35,9 @@
 // sequence longer than a tile leaves. Listing all 8008 groups of the bench's batch took the host 43 us a
 // call and a 170 KiB pageable copy that made it wait for the stream; now 11 us and 44 KiB (H200, probe,
 // three rounds alternated: a call alone 0.362-0.367 -> 0.323-0.325 ms, 60-61 -> 68% of copy; back to back
-// 0.296-0.300 -> 0.287-0.289 ms, 74 -> 77%; the host 0.257 -> 0.046 ms a call to return). Deterministic: every fold runs in a fixed order (the K totals left to right, the look-back as
+// 0.296-0.300 -> 0.287-0.289 ms, 74 -> 77%; the host 0.257 -> 0.046 ms a call to return).
+//
+// Deterministic: every fold runs in a fixed order (the K totals left to right, the look-back as
 // channel_look_back), so results depend on the shape only.
 #pragma once
 
@@ -126,16 +134,25 @@ __global__ void __launch_bounds__(K * warp_threads)
                                               active ? start_state(op, a.initial, s) : op.identity(),
                                               active && a.final != nullptr ? a.final + s : nullptr,
                                               active && a.final_states != nullptr ? a.final_states + s : nullptr};
-  // The block's prefix callback: the tile's total from the warps' (left to right), warp 0's look-back,
-  // then each warp's carry: the one before the tile and the totals of the warps before it.
+  // The block's prefix callback: the tile's total from the warps' (left to right; warp K - 1 publishes it
+  // while warp 0 looks back and publishes the inclusive prefix), then each warp's carry: the one before the
+  // tile and the totals of the warps before it.
+  const auto tile_total = [&] {  // the K warps' totals, left to right (the same in every warp)
+    S total = totals[lane];
+#pragma unroll
+    for (int w = 1; w < K; ++w) total = op(total, totals[w * warp_threads + lane]);
+    return total;
+  };
   const auto carry_of = [&](const S& total) {
     totals[warp * warp_threads + lane] = total;
     __syncthreads();
     if (warp == 0) {
-      S tile_total = totals[lane];
-#pragma unroll
-      for (int w = 1; w < K; ++w) tile_total = op(tile_total, totals[w * warp_threads + lane]);
-      carries[lane] = look_back(tile_total);
+      const S tile = tile_total();
+      const S carry = look_back.carry_before();
+      look_back.finish(carry, tile);
+      carries[lane] = carry;
+    } else if (warp == K - 1) {
+      look_back.publish_aggregate(tile_total());  // while warp 0 looks back
     }
     __syncthreads();
     S before = carries[lane];

@@ -78,8 +78,14 @@ struct channel_tile_status {
   __device__ void publish(S* slots, index_t t, const S& value, unsigned to) const {
     store_state(slots + t * warp_threads + threadIdx.x % warp_threads, value);
     __syncwarp();
-    if (threadIdx.x % warp_threads == 0)
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device>(level[t]).store(to, cuda::memory_order_release);
+    if (threadIdx.x % warp_threads == 0) {
+      // Raised, never lowered: a block tile's aggregate may go out after its inclusive prefix (two warps).
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> l(level[t]);
+      if (to == 1)
+        l.fetch_max(to, cuda::memory_order_release);
+      else
+        l.store(to, cuda::memory_order_release);
+    }
   }
   __device__ unsigned level_of(index_t t) const {
     return cuda::atomic_ref<unsigned, cuda::thread_scope_device>(level[t]).load(cuda::memory_order_relaxed);
@@ -204,7 +210,8 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
 /// The prefix callback of tile `item` of a group whose tile 0 is `first` (a warp's lanes, one sequence
 /// each): publishes the tile's aggregate, looks back, publishes its inclusive prefix (a group's last tile
 /// has no successor: it publishes nothing and writes the final output and state where asked) and returns
-/// the state before the tile (`start` for tile 0).
+/// the state before the tile (`start` for tile 0). Its three steps may run in different warps (block
+/// tiles, channel_block_lookback.cuh: each publication waits for its stores to reach the L2).
 template <class Op>
 struct channel_lookback_prefix {
   using S = state_t<Op>;
@@ -216,18 +223,22 @@ struct channel_lookback_prefix {
   output_t<Op>* final;
   S* final_state;
 
-  __device__ S operator()(const S& total) const {
-    S carry = start;
-    if (item > first) {
-      if (!last) status.publish(status.aggregate, item, total, 1);
-      carry = channel_look_back(op, status, first, item);
-    }
+  __device__ void publish_aggregate(const S& total) const {
+    if (item > first && !last) status.publish(status.aggregate, item, total, 1);
+  }
+  __device__ S carry_before() const { return item > first ? channel_look_back(op, status, first, item) : start; }
+  __device__ void finish(const S& carry, const S& total) const {
     const S inclusive = op(carry, total);
     if (!last) status.publish(status.inclusive, item, inclusive, 2);
     if (last) {
       if (final != nullptr) *final = project(op, inclusive);
       if (final_state != nullptr) *final_state = inclusive;
     }
+  }
+  __device__ S operator()(const S& total) const {
+    publish_aggregate(total);
+    const S carry = carry_before();
+    finish(carry, total);
     return carry;
   }
 };
