@@ -1,8 +1,9 @@
 // The affine recurrence x[t] = W[t] x[t-1] + b[t] alone, as the bench's rows (x only, (16384 / N, 1024)
-// sequences of N-vectors, column-major W: 0.9 times a random orthogonal-ish contraction), for N = 4, 8
-// and 16: a call alone and calls back to back (medians of 21, event-timed), the copy floor of its bytes in the same process (a
-// device-to-device copy reading and writing as many bytes), and four sequences checked against fp64.
-// For A/B runs of the walk's staging (cuda/affine.cuh) built against copies of the headers.
+// sequences of N-vectors, column-major W, its entries uniform and scaled so that products stay bounded),
+// for N = 4, 8 and 16: a call alone and calls back to back (medians of 21, event-timed), the copy floor of
+// its bytes in the same process (a device-to-device copy reading and writing as many bytes), and four
+// sequences checked against fp64. For A/B runs of the walk's staging (cuda/affine.cuh) built against
+// copies of the headers.
 //
 // Usage: parascan_affine_probe [B_TIMES_N [T]] (default 16384 1024); PROBE_PAD=p in the environment places
 // the sequences T + p elements apart (the bench's are T apart).
@@ -49,7 +50,8 @@ bool probe(index_t BN, index_t T) {
   cudaMemcpy(b, hb.data(), n * sizeof(V), cudaMemcpyHostToDevice);
   const auto call = [&] {
     parascan::affine_recurrence(parascan::cuda{}, parascan::strided<const M>(W, B, 1, P, 0, T, 1),
-                                parascan::strided<const V>(b, B, 1, P, 0, T, 1), parascan::strided(x, B, 1, P, 0, T, 1));
+                                parascan::strided<const V>(b, B, 1, P, 0, T, 1),
+                                parascan::strided(x, B, 1, P, 0, T, 1));
   };
   call();
   cudaDeviceSynchronize();

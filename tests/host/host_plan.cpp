@@ -208,7 +208,7 @@ TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-b
                                      tile));
 }
 
-TEST_CASE("plan: a skewed batch's single pass, its tile list (long groups' tiles round by round, the rest a warp each)") {
+TEST_CASE("plan: a skewed batch's single pass, its tile list (long groups' tiles round by round, others a warp)") {
   // Groups' longest sequences: 600, 10, 0, 257, 256, 1000 steps; tiles of 256 steps, blocks of 4 warps.
   const std::vector<index_t> longest{600, 10, 0, 257, 256, 1000};
   int asked = 0;

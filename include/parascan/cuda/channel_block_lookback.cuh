@@ -74,13 +74,16 @@ inline std::atomic<long long>& channel_block_launches() {
 }
 
 /// Where the blocks of a launch work (plan.hpp's channel_block_tables, on the device).
+/// Blocks [0, long_groups) take order[b] (every long group's tile 0), the next short_blocks blocks K
+/// consecutive groups each (block long_groups + k: groups k * K .. k * K + K - 1), the rest
+/// order[b - short_blocks].
 struct channel_block_launch {
-  const index_t* first;            // long group i's look-back slots first[i] .. first[i + 1] - 1
-  const int* groups;               // long group i's group
+  const index_t* first;             // long group i's look-back slots first[i] .. first[i + 1] - 1
+  const int* groups;                // long group i's group
   const channel_block_tile* order;  // the long tiles in launch order
-  int long_groups;                 // blocks [0, long_groups): order[b]; then the short blocks; then order[b - short_blocks]
-  int short_blocks;                // block long_groups + k: groups k * K .. k * K + K - 1, a warp each
-  index_t tile_rows;               // a group with a longer sequence is a long one
+  int long_groups;
+  int short_blocks;
+  index_t tile_rows;  // a group with a longer sequence is a long one
 };
 
 /// Block b's work: a tile of a long group (rows [j * tile_rows, (j + 1) * tile_rows) of its 32 sequences,
