@@ -266,7 +266,8 @@ struct channel_block_tables {
       groups.push_back(int(g));
       first.push_back(first.back() + (longest + tile_rows - 1) / tile_rows);
     });
-    if (groups.empty() || first.back() >= std::numeric_limits<int>::max()) return;  // the caller declines
+    // No long group: only the short blocks; 2^31 tiles or more: the caller declines.
+    if (groups.empty() || first.back() >= std::numeric_limits<int>::max()) return;
     // Long groups by tile count, most first (stable: in group order among equals).
     by_tiles.resize(groups.size());
     for (std::size_t i = 0; i < groups.size(); ++i) by_tiles[i] = int(i);
