@@ -42,7 +42,8 @@ inline void require_backend_memory(const cuda&, const void* p, const std::string
 /// view are copied into `storage` (which waits for the stream, as prefix_scan does for them).
 template <class T>
 sequences<T> host_readable(const cuda& exec, sequences<T> v, std::vector<index_t>& storage) {
-  if (!v.packed() || v.extent[0] < 0 || !detail::offsets_on_device(v.offsets, "offsets")) return v;
+  if (!v.packed() || v.extent[0] < 0) return v;
+  if (detail::offsets_place(v.offsets, "offsets") != detail::memory_place::current_device) return v;
   storage.resize(std::size_t(v.extent[0]) + 1);
   detail::cuda_check(
       cudaMemcpyAsync(storage.data(), v.offsets, storage.size() * sizeof(index_t), cudaMemcpyDeviceToHost, exec.stream),
@@ -118,22 +119,6 @@ batch_shape shape_of(const sequences<T>& v) {
   return {v.count(), longest, v.time_stride != 1 && v.stride[1] == 1 && v.extent[1] > 1, total};
 }
 
-/// What dispatch reads of a (host-offsets) view's lengths: the longest of sequences [s0, s1), and the
-/// groups holding a sequence longer than a threshold (layout.hpp's longest_in and groups_longer_than).
-template <class T>
-struct host_lengths {
-  const sequences<T>& v;
-  index_t operator()(index_t s0, index_t s1) const { return longest_in(v, s0, s1); }
-  template <class Visit>
-  void groups_longer_than(index_t group_size, index_t threshold, Visit&& visit) const {
-    parascan::groups_longer_than(v, group_size, threshold, visit);
-  }
-};
-template <class T>
-host_lengths<T> lengths_of(const sequences<T>& v) {
-  return {v};
-}
-
 }  // namespace detail
 
 /// Inclusive or exclusive prefix scan on the GPU; see the host overload in host.hpp for the contract.
@@ -166,7 +151,7 @@ void prefix_scan(const cuda& exec, const Op& op, const In& inputs, const Outs& o
   engine::segment_args<Op, pack, out_pack> args{
       op, in_device, out_device, opts.initial, opts.final, nullptr, nullptr, count, 1, 0, opts.reverse, opts.exclusive};
   const auto& v = out_host.head;
-  engine::run<policy, true>(args, detail::shape_of(v), detail::lengths_of(v), alloc, exec.stream);
+  engine::run<policy, true>(args, detail::shape_of(v), v, alloc, exec.stream);
 }
 
 namespace detail {
@@ -192,7 +177,7 @@ void reduce_on_device(const cuda& exec, const Op& op, const In& inputs, output_t
   engine::segment_args<Op, std::decay_t<decltype(in_device)>, output_pack<>> args{
       op, in_device, {}, opts.initial, totals, states, nullptr, count, 1, 0, opts.reverse, false};
   const auto& v = underlying(in_host.head);
-  engine::run<policy, false>(args, shape_of(v), lengths_of(v), alloc, exec.stream);
+  engine::run<policy, false>(args, shape_of(v), v, alloc, exec.stream);
 }
 
 }  // namespace detail

@@ -169,9 +169,9 @@ __global__ void __launch_bounds__(K * warp_threads)
 }
 
 /// The prefix scan of a skewed channel batch (dispatch asks plan.hpp's runs_channel_block_tiles first) in
-/// one pass. `lengths.groups_longer_than(32, threshold, visit)`: the groups of 32 sequences with a longer
-/// one, read on the host (cuda.cuh's host_lengths). False (nothing run) where the stages do not fit the
-/// device's shared memory or there would be 2^31 tiles or more.
+/// one pass. `lengths`: the batch's view with host offsets, whose groups of 32 longer than a tile the host
+/// lists (layout.hpp's groups_longer_than). False (nothing run) where the stages do not fit the device's
+/// shared memory or there would be 2^31 tiles or more.
 template <class Op, class Pack, class Outs, class Lengths>
 bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& lengths,
                                 temp_allocator& alloc, cudaStream_t stream) {
@@ -190,7 +190,7 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
     thread_local channel_block_tables tables;
     thread_local std::vector<unsigned char> table_bytes;
     tables.build(groups, layout::tile_rows, K, [&](index_t threshold, auto&& visit) {
-      lengths.groups_longer_than(warp_threads, threshold, visit);
+      groups_longer_than(lengths, warp_threads, threshold, visit);
     });
     const index_t slots = tables.first.back(), blocks = tables.blocks();
     if (slots >= std::numeric_limits<int>::max() || blocks >= std::numeric_limits<int>::max()) return false;

@@ -421,10 +421,10 @@ struct lookahead_tiles<Policy, Op, Pack, std::void_t<typename Policy::lookahead_
 /// pass when they fill the device, else (few long sequences) a single pass for prefix scans whose states
 /// shuffle (the look-ahead where lookahead_tiles has tiles and there are enough of them, else the
 /// look-back), reduce-then-scan over segments (fold, carry, rescan) for the rest.
-/// `longest_in(s0, s1)`: the longest of sequences [s0, s1), read on the host (a ragged split counts each
-/// group's segments); `longest_in.groups_longer_than(size, threshold, visit)` too (cuda.cuh's host_lengths).
+/// `lengths`: the batch's view with host offsets, whose lengths dispatch reads (layout.hpp's longest_in and
+/// groups_longer_than: a ragged split counts each group's segments).
 template <class Policy, class Group, bool WRITE, class Op, class Pack, class Outs, class Lengths>
-void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, const Lengths& longest_in,
+void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, const Lengths& lengths,
                     temp_allocator& alloc, cudaStream_t stream) {
   constexpr bool sequential = Group::threads == 1;
   constexpr int items = sequential ? 1 : Policy::items;
@@ -455,7 +455,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
       if (ordered) {
         std::vector<index_t> length(std::size_t(plan.groups)), group(std::size_t(plan.groups));
         for (index_t g = 0; g < plan.groups; ++g) {
-          length[std::size_t(g)] = longest_in(g * per_group, std::min(a.count, (g + 1) * per_group));
+          length[std::size_t(g)] = longest_in(lengths, g * per_group, std::min(a.count, (g + 1) * per_group));
           group[std::size_t(g)] = g;
         }
         std::stable_sort(group.begin(), group.end(),
@@ -499,7 +499,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
         run_channel_lookback(a, shape, alloc, stream))
       return;
     if (runs_channel_block_tiles(plan) && single_pass_enabled() &&
-        run_channel_block_lookback(a, plan.groups, longest_in, alloc, stream))
+        run_channel_block_lookback(a, plan.groups, lengths, alloc, stream))
       return;
   }
   a.splits = plan.splits;
@@ -509,7 +509,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if (plan.ragged) {  // each group's segments, as many as its longest sequence needs (at least one)
     std::vector<index_t> first(std::size_t(plan.groups) + 1, 0);
     for (index_t g = 0; g < plan.groups; ++g) {
-      const index_t longest = longest_in(g * per_group, std::min(a.count, (g + 1) * per_group));
+      const index_t longest = longest_in(lengths, g * per_group, std::min(a.count, (g + 1) * per_group));
       first[std::size_t(g) + 1] = first[std::size_t(g)] + std::max<index_t>(1, (longest + a.segment - 1) / a.segment);
     }
     launched = first.back();
@@ -537,7 +537,7 @@ template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream);
 
 template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
-void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& longest_in,
+void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& lengths,
          temp_allocator& alloc, cudaStream_t stream) {
   // Affine recurrences over many sequences walk them in time (N^2 a step, not N^3 a combine).
   if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential)
@@ -551,18 +551,18 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
   if constexpr (Policy::combine == combine_variant::warp_product || Policy::combine == combine_variant::block_product) {
     run_products<Policy, WRITE>(a, shape, alloc, stream);
   } else if constexpr (Policy::combine == combine_variant::sequential) {
-    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
+    run_with_group<Policy, thread_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
   } else {
     if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::warp)
       if (group == group_kind::warp)
-        return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
+        return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
     if constexpr (sizeof(state_t<Op>) <= 32)
       if (group == group_kind::channel)
-        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
+        return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
     if constexpr (Policy::combine != combine_variant::warp)
-      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
+      run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
     else
-      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, longest_in, alloc, stream);
+      run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
   }
 }
 

@@ -112,9 +112,10 @@ class temp_buffer {
 };
 
 /// Where a pointer lives, as parascan::cuda sees it: memory of the current device or managed memory (the
-/// kernels read it directly), another device's memory, or host memory (unknown to CUDA, or registered
-/// and pinned host memory, which the checks refuse all the same).
-enum class memory_place { current_device, other_device, host };
+/// kernels read it directly), another device's memory, or host memory: pageable (unknown to CUDA) or
+/// page-locked (registered or cudaMallocHost; the checks refuse both all the same, but a copy from it is
+/// read when the stream reaches it, not when it is enqueued).
+enum class memory_place { current_device, other_device, host, page_locked_host };
 
 inline memory_place place_of(const void* p, int* owner = nullptr) {
   cudaPointerAttributes attr{};
@@ -123,21 +124,12 @@ inline memory_place place_of(const void* p, int* owner = nullptr) {
     return memory_place::host;
   }
   if (attr.type == cudaMemoryTypeManaged) return memory_place::current_device;
+  if (attr.type == cudaMemoryTypeHost) return memory_place::page_locked_host;
   if (attr.type != cudaMemoryTypeDevice) return memory_place::host;
   int current = 0;
   cuda_check(cudaGetDevice(&current), "cudaGetDevice");
   if (owner != nullptr) *owner = attr.device;
   return attr.device == current ? memory_place::current_device : memory_place::other_device;
-}
-
-/// Whether p is host memory unknown to CUDA (pageable), not page-locked (registered or cudaMallocHost).
-inline bool is_pageable(const void* p) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return true;
-  }
-  return attr.type == cudaMemoryTypeUnregistered;
 }
 
 /// Whether the device can read p directly: the current device's memory or managed memory.
@@ -147,7 +139,7 @@ inline void require_device_pointer(const void* p, const std::string& name) {
   if (p == nullptr) return;
   int owner = -1;
   const memory_place place = place_of(p, &owner);
-  if (place == memory_place::host)
+  if (place == memory_place::host || place == memory_place::page_locked_host)
     fail(name, "device memory (parascan::cuda reads and writes the GPU's memory), got a host pointer");
   if (place == memory_place::other_device) {
     int current = 0;
@@ -157,12 +149,12 @@ inline void require_device_pointer(const void* p, const std::string& name) {
   }
 }
 
-/// Whether an offsets array is in device memory (true) or on the host (false); another device's is refused
-/// (the host cannot read it, and the kernels should not).
-inline bool offsets_on_device(const void* p, const std::string& name) {
+/// Where an offsets array is; another device's is refused (the host cannot read it, and the kernels
+/// should not).
+inline memory_place offsets_place(const void* p, const std::string& name) {
   const memory_place place = place_of(p);
   if (place == memory_place::other_device) require_device_pointer(p, name);  // throws, naming both devices
-  return place == memory_place::current_device;
+  return place;
 }
 
 /// Packed layouts' offsets arrays, readable on both sides: the host copy validates and plans, the device
@@ -193,7 +185,8 @@ class staged_offsets {
     entry e;
     e.given = v.offsets;
     const std::size_t n = std::size_t(v.extent[0]) + 1, bytes = n * sizeof(index_t);
-    if (offsets_on_device(v.offsets, name + ".offsets")) {
+    const memory_place place = offsets_place(v.offsets, name + ".offsets");
+    if (place == memory_place::current_device) {
       e.copy.resize(n);
       cuda_check(cudaMemcpyAsync(e.copy.data(), v.offsets, bytes, cudaMemcpyDeviceToHost, stream_), (name + ".offsets").c_str());
       cuda_check(cudaStreamSynchronize(stream_), (name + ".offsets").c_str());
@@ -204,7 +197,7 @@ class staged_offsets {
       // returns once its bytes are staged, so the caller may change them at once. Page-locked offsets
       // would be read by the copy later, when the stream reaches it: those are copied first.
       e.host = v.offsets;
-      if (!is_pageable(v.offsets)) {
+      if (place == memory_place::page_locked_host) {
         e.copy.assign(v.offsets, v.offsets + n);
         e.host = e.copy.data();
       }
