@@ -2,6 +2,7 @@
 // matrices live, well-conditioned random factors, the unit roundoff of each GPU arithmetic.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -56,5 +57,38 @@ double unit_roundoff(parascan::matrix_math math) {
   if (math == parascan::matrix_math::bf16) return 0x1p-8;
   return std::numeric_limits<S>::epsilon() / 2;
 }
+
+#if defined(__CUDACC__)
+/// Runs `run(exec, target)` into `direct` on the default stream, then on a stream of its own captured into
+/// a CUDA graph and replayed into `replayed` (NaN before the replay). Returns the largest difference
+/// between the two (infinite where a replayed entry is NaN) over the largest entry of `direct`.
+template <class Run>
+double replay_difference(Run&& run, buffer<float>& direct, buffer<float>& replayed) {
+  run(exec(), direct.data());
+  direct.download();
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  cudaGraph_t graph;
+  cudaGraphExec_t instance;
+  check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  run(parascan::cuda{stream}, replayed.data());
+  check_cuda(cudaStreamEndCapture(stream, &graph), "capture");
+  check_cuda(cudaGraphInstantiate(&instance, graph, 0), "instantiate");
+  check_cuda(cudaMemset(replayed.data(), 0xff, replayed.size() * sizeof(float)), "poison");  // NaN
+  check_cuda(cudaGraphLaunch(instance, stream), "launch");
+  check_cuda(cudaStreamSynchronize(stream), "replay");
+  replayed.download();
+  cudaGraphExecDestroy(instance);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  double worst = 0, largest = 0;
+  for (std::size_t k = 0; k < direct.host.size(); ++k) {
+    const double d = std::abs(double(replayed.host[k]) - double(direct.host[k]));
+    worst = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(worst, d);
+    largest = std::max(largest, std::abs(double(direct.host[k])));
+  }
+  return largest > 0 ? worst / largest : std::numeric_limits<double>::infinity();
+}
+#endif
 
 }  // namespace ptest

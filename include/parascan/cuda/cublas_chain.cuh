@@ -424,24 +424,15 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
   call(t.item_at[t.levels], finals, out_form, in_form, operand_form{out_form.storage, N});
 }
 
-/// A chain's matrices through cuBLAS: checks what only the GPU needs, plans the tree, builds its pointer
-/// arrays and runs it. `result` non-null: a reduction.
+/// A chain's matrices through cuBLAS, its pointers known to be the device's (the workspace of a call in a
+/// stream being captured into a graph is not mapped yet, so it is never asked): plans the tree, builds its
+/// pointer arrays and runs it. `result` non-null: a reduction.
 template <class S>
-void cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order, const matrix_sequences<const S>& in,
-                  const matrix_sequences<S>* out, const matrix_options<S>& opts, S* result) {
+void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
+                      const matrix_sequences<const S>& in, const matrix_sequences<S>* out, const matrix_options<S>& opts,
+                      S* result) {
   const bool prefix = out != nullptr;
   const index_t count = in.count(), n = in.length(), N = in.size, NN = N * N;
-  const auto device_memory = [&](const void* p, bool used, const char* name) {
-    if (used) require_device_pointer(p, name);
-  };
-  device_memory(in.origins.data, count > 0 && n > 0, "in.origins.data");
-  if (prefix) device_memory(out->origins.data, count > 0 && n > 0, "out.origins.data");
-  device_memory(opts.initial, count > 0, "options.initial");
-  device_memory(opts.final, count > 0, "options.final");
-  device_memory(result, count > 0, "result");
-  const index_t dimensions[3] = {N, in.ld, prefix ? out->ld : N};
-  for (const index_t v : dimensions)
-    if (v > INT_MAX) fail("ld", "N and leading dimensions below 2^31 on the GPU (cuBLAS), got " + std::to_string(v));
   if (count == 0) return;
 
   const matrix_storage kept = prefix ? out->storage : in.storage;  // the workspace's, initial's, final's
@@ -536,6 +527,27 @@ void cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
   } else if (t.m[0] == 1) {
     copy_matrices<S>(first_factor, to, count, N, stream);
   }
+}
+
+/// A chain's matrices through cuBLAS: checks what only the GPU needs (the caller's pointers on the device,
+/// sizes for cuBLAS's ints), then runs it.
+template <class S>
+void cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order, const matrix_sequences<const S>& in,
+                  const matrix_sequences<S>* out, const matrix_options<S>& opts, S* result) {
+  const bool prefix = out != nullptr;
+  const index_t count = in.count(), n = in.length(), N = in.size;
+  const auto device_memory = [&](const void* p, bool used, const char* name) {
+    if (used) require_device_pointer(p, name);
+  };
+  device_memory(in.origins.data, count > 0 && n > 0, "in.origins.data");
+  if (prefix) device_memory(out->origins.data, count > 0 && n > 0, "out.origins.data");
+  device_memory(opts.initial, count > 0, "options.initial");
+  device_memory(opts.final, count > 0, "options.final");
+  device_memory(result, count > 0, "result");
+  const index_t dimensions[3] = {N, in.ld, prefix ? out->ld : N};
+  for (const index_t v : dimensions)
+    if (v > INT_MAX) fail("ld", "N and leading dimensions below 2^31 on the GPU (cuBLAS), got " + std::to_string(v));
+  run_cublas_chain<S>(stream, alloc, order, in, out, opts, result);
 }
 
 }  // namespace detail

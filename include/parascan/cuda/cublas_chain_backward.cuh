@@ -137,8 +137,8 @@ void chain_backward_prefix(cudaStream_t stream, temp_allocator& alloc, const cha
   scan.reverse = true;
   scan.math = o.math;
   const matrix_sequences<S> chain_products = dense_chains(products.as<S>(), count, n + 1, side);
-  cublas_chain<S>(stream, alloc, chain_order::left_to_right, dense_chains<const S>(steps.as<S>(), count, n + 1, side),
-                  &chain_products, scan, nullptr);
+  run_cublas_chain<S>(stream, alloc, chain_order::left_to_right,
+                      dense_chains<const S>(steps.as<S>(), count, n + 1, side), &chain_products, scan, nullptr);
 
   // R[p] (scan order): the lower-left block of P[p + 1]; dL/d(initial): that of P[0].
   const S* lower_left = products.as<S>() + N * side;
@@ -200,7 +200,7 @@ void chain_backward_reduce(cudaStream_t stream, temp_allocator& alloc, const cha
   forward.reverse = o.reverse;
   forward.initial = o.initial;
   forward.math = o.math;
-  if (n > 0) cublas_chain<S>(stream, alloc, chain_order::left_to_right, c.in, &before, forward, nullptr);
+  if (n > 0) run_cublas_chain<S>(stream, alloc, chain_order::left_to_right, c.in, &before, forward, nullptr);
   // R[p] = G M[n-1]^T ... M[p+1]^T: the transposes from the end, exclusive, from G; the final is dL/d(initial).
   matrix_options<S> backward;
   backward.exclusive = true;
@@ -208,7 +208,7 @@ void chain_backward_reduce(cudaStream_t stream, temp_allocator& alloc, const cha
   backward.initial = c.grad_result;
   backward.final = o.grad_initial;
   backward.math = o.math;
-  cublas_chain<S>(stream, alloc, chain_order::left_to_right, transposed(c.in), &after, backward, nullptr);
+  run_cublas_chain<S>(stream, alloc, chain_order::left_to_right, transposed(c.in), &after, backward, nullptr);
   step_operand<S> l, r;
   l.view = before;
   r.view = after;
