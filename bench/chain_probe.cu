@@ -26,6 +26,17 @@ namespace {
 
 void check(cudaError_t e, const char* what) { bench::check_or_exit(e, what); }
 
+/// parascan's temporaries from CUDA's default pool, which keeps its memory here (main), as the bench's
+/// (parascan's own pool keeps 256 MiB: a workspace of gigabytes would be mapped again every call).
+struct kept_pool_allocator final : parascan::temp_allocator {
+  void* allocate(std::size_t bytes, cudaStream_t stream) override {
+    void* p = nullptr;
+    check(cudaMallocAsync(&p, bytes, stream), "workspace");
+    return p;
+  }
+};
+kept_pool_allocator kept;
+
 std::vector<float> orthogonal_pool(index_t N, int size) {
   std::mt19937 g(11);
   std::normal_distribution<double> z;
@@ -61,11 +72,22 @@ void probe(index_t N) {
   if (std::getenv("PROBE_ONCE") != nullptr) {  // one TF32 prefix and product, untimed (for ncu's kernel list)
     parascan::matrix_options<float> o;
     o.math = parascan::matrix_math::tf32;
-    parascan::matrix_chain(parascan::cuda{}, parascan::dense_chains<const float>(in, 1, 1024, N, col),
+    cudaStream_t st;
+    check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    const bool graph = std::getenv("PROBE_GRAPH") != nullptr;  // the two calls captured, then launched once
+    cudaGraph_t g;
+    cudaGraphExec_t exe;
+    if (graph) check(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "capture");
+    parascan::matrix_chain(parascan::cuda{st, &kept}, parascan::dense_chains<const float>(in, 1, 1024, N, col),
                            parascan::dense_chains(out, 1, 1024, N, col), o);
-    parascan::matrix_chain_product(parascan::cuda{}, parascan::dense_chains<const float>(in, 1, 1000, N, col), exact,
-                                   o);
-    check(cudaDeviceSynchronize(), "once");
+    parascan::matrix_chain_product(parascan::cuda{st, &kept}, parascan::dense_chains<const float>(in, 1, 1000, N, col),
+                                   exact, o);
+    if (graph) {
+      check(cudaStreamEndCapture(st, &g), "capture");
+      check(cudaGraphInstantiate(&exe, g, 0), "instantiate");
+      check(cudaGraphLaunch(exe, st), "launch");
+    }
+    check(cudaStreamSynchronize(st), "once");
     return;
   }
   for (bool prefix : {true, false}) {
@@ -79,16 +101,16 @@ void probe(index_t N) {
       float* target = m == 0 ? exact : out;
       const auto call = [&] {
         if (prefix)
-          parascan::matrix_chain(parascan::cuda{}, factors, parascan::dense_chains(target, 1, n, N, col), o);
+          parascan::matrix_chain(parascan::cuda{nullptr, &kept}, factors, parascan::dense_chains(target, 1, n, N, col), o);
         else
-          parascan::matrix_chain_product(parascan::cuda{}, factors, target, o);
+          parascan::matrix_chain_product(parascan::cuda{nullptr, &kept}, factors, target, o);
       };
       ms[m] = bench::median_event_ms(call, 7, 2, [&](int) { check(cudaMemsetAsync(flush, m, flush_bytes), "flush"); },
                                      check);
       if (graphs) {  // the same call captured once and replayed: the device's time without the host's
         cudaStream_t st;
         check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
-        parascan::cuda exec{st};
+        parascan::cuda exec{st, &kept};
         cudaGraph_t graph;
         cudaGraphExec_t exe;
         check(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "capture");

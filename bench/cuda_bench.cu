@@ -1171,6 +1171,25 @@ const std::vector<float>& orthogonal_pool(index_t N, int count) {
   return pool;
 }
 
+/// parascan's temporaries from CUDA's default pool, whose memory the bench keeps (main): as a framework's
+/// caching allocator keeps its memory. parascan's own pool keeps 256 MiB (memory.cuh), and a runtime-size
+/// chain's workspace of gigabytes mapped again every call took 0.9 ms of a TF32 prefix at N = 512 (H200:
+/// 3.10 ms a call against 2.22 ms of kernels).
+struct kept_pool_allocator final : parascan::temp_allocator {
+  void* allocate(std::size_t bytes, cudaStream_t stream) override {
+    void* p = nullptr;
+    if (cudaMallocAsync(&p, bytes, stream) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: the next case runs
+      throw out_of_memory("cudaMallocAsync (workspace)");
+    }
+    return p;
+  }
+};
+parascan::cuda kept_workspace() {
+  static kept_pool_allocator allocator;
+  return parascan::cuda{nullptr, &allocator};
+}
+
 /// Runtime-size N x N fp32 chains (ops/runtime_matrix_chain.hpp, cuBLAS), column-major, one chain of T:
 /// the prefix (matrix_chain) or the product (matrix_chain_product), exact or TF32. Factors: 16 (8 from
 /// N = 512) Haar-random orthogonal matrices in an irregular order, as bench/matrix_peers.py's (near-identity
@@ -1193,8 +1212,8 @@ void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefi
   parascan::matrix_options<float> o;
   o.math = math;
   const auto call = [&] {
-    if (prefix) parascan::matrix_chain(parascan::cuda{}, factors, parascan::dense_chains(out.p, 1, T, N, col), o);
-    else parascan::matrix_chain_product(parascan::cuda{}, factors, out.p, o);
+    if (prefix) parascan::matrix_chain(kept_workspace(), factors, parascan::dense_chains(out.p, 1, T, N, col), o);
+    else parascan::matrix_chain_product(kept_workspace(), factors, out.p, o);
   };
   const auto verify = [&] {
     const bool exact = math == parascan::matrix_math::exact;
@@ -1247,13 +1266,13 @@ void run_runtime_chain_backward(context& ctx, record& r, index_t N, index_t T, b
   const auto col = parascan::matrix_storage::column_major;
   const auto factors = parascan::dense_chains<const float>(in.p, 1, T, N, col);
   const auto grads = parascan::dense_chains(grad_in.p, 1, T, N, col);
-  if (prefix) parascan::matrix_chain(parascan::cuda{}, factors, parascan::dense_chains(out.p, 1, T, N, col));
+  if (prefix) parascan::matrix_chain(kept_workspace(), factors, parascan::dense_chains(out.p, 1, T, N, col));
   const auto call = [&] {
     if (prefix)
-      parascan::matrix_chain_backward(parascan::cuda{}, factors, parascan::dense_chains<const float>(out.p, 1, T, N, col),
+      parascan::matrix_chain_backward(kept_workspace(), factors, parascan::dense_chains<const float>(out.p, 1, T, N, col),
                                       parascan::dense_chains<const float>(grad_out.p, 1, T, N, col), grads);
     else
-      parascan::matrix_chain_product_backward(parascan::cuda{}, factors, grad_out.p, grads);
+      parascan::matrix_chain_product_backward(kept_workspace(), factors, grad_out.p, grads);
   };
   using dmatrix = Eigen::MatrixXd;
   const auto download = [&](const float* p) {  // one column-major matrix, to fp64
