@@ -148,7 +148,7 @@ void check_runtime_chain(const chain_case& c) {
 
 template <class S>
 void sweep_sizes(const std::vector<index_t>& sizes, const std::vector<index_t>& lengths,
-                 const std::vector<index_t>& counts = {1, 3}, matrix_math math = matrix_math::exact) {
+                 const std::vector<index_t>& counts = {1, 3}) {
   int variant = 0;
   for (index_t N : sizes)
     for (index_t T : lengths)
@@ -167,7 +167,6 @@ void sweep_sizes(const std::vector<index_t>& sizes, const std::vector<index_t>& 
           c.initial = flags & 4;
           c.final = flags & 8;
           c.order = (flags + variant) % 2 ? chain_order::right_to_left : chain_order::left_to_right;
-          c.math = math;
           check_runtime_chain<S>(c);
         }
       }
