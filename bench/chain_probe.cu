@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "event_timer.cuh"
+#include "kept_pool.cuh"
 
 using index_t = parascan::index_t;
 
@@ -26,16 +27,7 @@ namespace {
 
 void check(cudaError_t e, const char* what) { bench::check_or_exit(e, what); }
 
-/// parascan's temporaries from CUDA's default pool, which keeps its memory here (main), as the bench's
-/// (parascan's own pool keeps 256 MiB: a workspace of gigabytes would be mapped again every call).
-struct kept_pool_allocator final : parascan::temp_allocator {
-  void* allocate(std::size_t bytes, cudaStream_t stream) override {
-    void* p = nullptr;
-    check(cudaMallocAsync(&p, bytes, stream), "workspace");
-    return p;
-  }
-};
-kept_pool_allocator kept;
+bench::kept_pool_allocator kept;  // main() keeps the default pool (bench/kept_pool.cuh)
 
 std::vector<float> orthogonal_pool(index_t N, int size) {
   std::mt19937 g(11);
@@ -172,11 +164,7 @@ int main(int argc, char** argv) {
   std::vector<index_t> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
   if (sizes.empty()) sizes = {128, 256, 512, 1024};
-  // The pool keeps its memory from call to call, as the bench's (and a framework's caching allocator) do.
-  cudaMemPool_t pool;
-  check(cudaDeviceGetDefaultMemPool(&pool, 0), "pool");
-  unsigned long long keep = ~0ull;
-  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
+  check(bench::keep_default_pool(), "keep the default memory pool");  // as the bench
   for (index_t N : sizes) probe(N);
   return 0;
 }

@@ -65,6 +65,7 @@
 
 #include <Eigen/Core>
 #include "event_timer.cuh"
+#include "kept_pool.cuh"
 #include <parascan/cuda_matrices.cuh>
 #include <parascan/cuda.cuh>
 #include <parascan/ops/affine_recurrence.hpp>
@@ -1171,22 +1172,9 @@ const std::vector<float>& orthogonal_pool(index_t N, int count) {
   return pool;
 }
 
-/// parascan's temporaries from CUDA's default pool, whose memory the bench keeps (main): as a framework's
-/// caching allocator keeps its memory. parascan's own pool keeps 256 MiB (memory.cuh), and a runtime-size
-/// chain's workspace of gigabytes mapped again every call took 0.9 ms of a TF32 prefix at N = 512 (H200:
-/// 3.10 ms a call against 2.22 ms of kernels).
-struct kept_pool_allocator final : parascan::temp_allocator {
-  void* allocate(std::size_t bytes, cudaStream_t stream) override {
-    void* p = nullptr;
-    if (cudaMallocAsync(&p, bytes, stream) != cudaSuccess) {
-      cudaGetLastError();  // not sticky: the next case runs
-      throw out_of_memory("cudaMallocAsync (workspace)");
-    }
-    return p;
-  }
-};
+/// parascan::cuda with its temporaries from the default pool, which main() keeps (bench/kept_pool.cuh).
 parascan::cuda kept_workspace() {
-  static kept_pool_allocator allocator;
+  static bench::kept_pool_allocator allocator;
   return parascan::cuda{nullptr, &allocator};
 }
 
@@ -1747,19 +1735,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // parascan's temporary storage and the bench's arrays (device_array) come from the default
-  // stream-ordered pool, which by default returns memory to the device at every synchronisation, so a
-  // call with gigabytes of workspace (runtime-size chains at N = 1024) maps it again every time (H100:
+  // The bench's arrays (device_array) and the runtime-size chains' workspace (kept_workspace) come from the
+  // default stream-ordered pool, which by default returns memory to the device at every synchronisation,
+  // so a call with gigabytes of workspace (runtime-size chains at N = 1024) maps it again every time (H100:
   // 6 ms a call), and a case's freed arrays slow the next case down (device_array). Keep it, as a
   // framework's caching allocator (PyTorch's, in the peers' runs) keeps its memory.
-  {
-    cudaMemPool_t pool;
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
-    check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-    unsigned long long keep = ~0ull;
-    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
-  }
+  check(bench::keep_default_pool(), "keep the default memory pool");
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
     std::fprintf(stderr, "no CUDA device\n");
@@ -1798,6 +1779,8 @@ int main(int argc, char** argv) {
         c.run(ctx, r);
       } catch (const out_of_memory& e) {
         r.status = "skipped", r.note = e.what();
+      } catch (const std::bad_alloc&) {  // kept_workspace's pool
+        r.status = "skipped", r.note = "out of device memory (the workspace)";
       } catch (const std::exception& e) {
         r.status = "FAIL", r.note = e.what();
       }
