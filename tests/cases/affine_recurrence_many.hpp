@@ -1,5 +1,6 @@
 // Cases for ops/affine_recurrence.hpp over many sequences (2400 / 2403): the CUDA engine then walks each sequence
-// in time, N lanes a sequence (cuda/affine.cuh), instead of composing maps. N = 2, 4, 8, 16, 32 in fp32,
+// in time, N lanes a sequence (cuda/affine.cuh; fp32 N = 4 with column-major W from registers,
+// cuda/affine_registers.cuh), instead of composing maps. N = 2, 4, 8, 16, 32 in fp32,
 // 8 in fp64, row-major W; every layout but single, lengths 1, 37, 130, a spread of the options.
 #include <cstring>
 
@@ -106,6 +107,7 @@ void check_unaligned(index_t T) {
 
 TEST_CASE("affine_recurrence: many sequences, row-major and column-major W one scalar off alignment") {
   check_unaligned<float, 4, Eigen::RowMajor>(37);
+  check_unaligned<float, 4, Eigen::ColMajor>(37);  // the register walk's scalar loads (cuda/affine_registers.cuh)
   check_unaligned<float, 8, Eigen::ColMajor>(37);
   check_unaligned<float, 16, Eigen::RowMajor>(20);
 }

@@ -284,6 +284,12 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   if (active && a.final != nullptr) reinterpret_cast<S*>(&a.final[s])[i] = x;
 }
 
+}  // namespace parascan::engine
+
+#include "affine_registers.cuh"  // N = 4 fp32 from registers (uses walk_instantiated)
+
+namespace parascan::engine {
+
 /// Launches a walk's kernel (the affine walk, the chain walk): 128-thread blocks over `warps` warps,
 /// `bytes` of dynamic shared memory a block.
 template <auto Kernel, class Args>
@@ -312,13 +318,24 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
     if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors()) ||
         shape.max_length > std::numeric_limits<int>::max())
       return false;
-    launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
-        4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
-    if (log_plans())
-      std::fprintf(stderr,
-                   "parascan: %s %lld sequences, longest %lld: affine in time, %d lanes a sequence, %d stages\n",
-                   WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
-                   static_cast<long long>(shape.max_length), form::size, X::stages);
+    if constexpr (affine_registers_fit<form, w_rows>()) {
+      launch_walk<affine_register_kernel<WRITE, Op, Pack, Outs>>(0, warps, a, stream,
+                                                                 "parascan affine_register_kernel");
+      if (log_plans())
+        std::fprintf(stderr,
+                     "parascan: %s %lld sequences, longest %lld: affine in time from registers, 4 lanes a "
+                     "sequence, %d steps ahead\n",
+                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
+                     static_cast<long long>(shape.max_length), 4 * affine_register_groups);
+    } else {
+      launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
+          4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
+      if (log_plans())
+        std::fprintf(stderr,
+                     "parascan: %s %lld sequences, longest %lld: affine in time, %d lanes a sequence, %d stages\n",
+                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
+                     static_cast<long long>(shape.max_length), form::size, X::stages);
+    }
     return true;
   }
 }

@@ -1,0 +1,144 @@
+// The affine walk at N = 4, fp32, column-major W, from registers (included by affine.cuh, whose run_affine
+// dispatches here). The walk of affine.cuh stages each step's W and b through shared memory by cp.async, a
+// wait a stage; at N = 4 it read 69-73% of copy at (4096, 1024) (H200), while the same traffic with plain
+// loads and no recurrence streams at 93-97% (bench/affine_traffic_probe.cu). Here each lane loads its own
+// operands a fixed number of steps ahead into a ring of registers: 4 lanes a sequence, 8 sequences a warp;
+// lane i loads column i of W[t] (16 bytes) and b[t]_i, multiplies the column by its x_i, and the sequence's
+// 4 lanes sum the products by a reduce-scatter (two rounds of shuffles), leaving row i of W x on lane i.
+// Loads go through the read-only path (__ldg: ld.global.nc, as the probe's const __restrict__ loads): with
+// plain loads this walk read as the staged one. H200, same runs: 72-73% a call alone, 74-76% back to back,
+// against the staged walk's 69-71 / 71-74%. The standalone walk of the probe reads 84%: its SASS keeps each
+// slot's loads right after the slot's steps, where ptxas sinks most of this loop's b loads (and all its
+// stores) to the iteration's end, shortening their look-ahead; predicating the loads as the probe does put
+// them back in place but made the loop slower (47%), and 28 steps ahead read the same (72%).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace parascan::engine {
+
+/// Groups of 4 steps the register walk keeps loading ahead (32 steps: 160 registers of operands a lane).
+constexpr int affine_register_groups = 8;
+
+/// Whether the register walk takes an affine form: 4 x 4 fp32, W column-major.
+template <class Form, bool W_ROWS>
+constexpr bool affine_registers_fit() {
+  return Form::size == 4 && std::is_same<typename Form::scalar, float>::value && !W_ROWS;
+}
+
+/// The whole-sequence pass (scan, or a reduction when WRITE is false) of the register walk: 8 sequences a
+/// warp, 4 warps a block. ALIGNED: every sequence's W on 16 bytes (column loads of 16 bytes, else 4 of 4).
+template <bool WRITE, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(128) affine_register_kernel(const segment_args<Op, Pack, Outs> a) {
+  constexpr int U = affine_register_groups;
+  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  const int i = lane % 4, g = lane / 4;  // row / column i of sequence g of the warp
+  const index_t s = (index_t(blockIdx.x) * 4 + warp) * 8 + g;
+  const bool active = s < a.count;
+  const index_t n = active ? a.in.head.length_of(s) : 0;
+  int longest = int(n);  // 32-bit steps: run_affine takes sequences of fewer than 2^31 steps
+  for (int d = 16; d >= 1; d /= 2) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+  float x = active && a.initial != nullptr ? reinterpret_cast<const float*>(&a.initial[s])[i] : 0.0f;
+  if (longest == 0) {  // the whole warp (no shuffle below)
+    if (active && a.final != nullptr) reinterpret_cast<float*>(&a.final[s])[i] = x;
+    return;
+  }
+  const int length = int(n);
+  const auto in = bind(a.in, active ? s : 0);
+  // Each lane's operands and output, as addresses advanced by fixed strides (reverse: from the end).
+  const index_t first = n > 0 ? time_index(0, n, a.reverse) : 0, dir = a.reverse ? -1 : 1;
+  const float* w = reinterpret_cast<const float*>(&in.head[first]) + 4 * i;  // column i: 4 floats
+  const float* b = reinterpret_cast<const float*>(&in.tail.head[first]) + i;
+  const index_t w_step = dir * in.head.stride * 16, b_step = dir * in.tail.head.stride * 4;
+  float* x_out = nullptr;
+  index_t x_step = 0;
+  if constexpr (WRITE) {
+    if (active && n > 0) {
+      const auto out = bind_outputs(a.out, s);
+      x_out = reinterpret_cast<float*>(&out.head[first]) + i;
+      x_step = dir * out.head.stride * 4;
+    }
+  }
+  const bool aligned = __all_sync(0xffffffffu, reinterpret_cast<std::uintptr_t>(w) % 16 == 0);
+  // Steps before the warp's shortest sequence's end need no test; where every lane's W, b and x are
+  // contiguous in time (forward), their addresses are fixed offsets from one pointer an iteration.
+  int shortest = active ? length : 0;
+  for (int d = 16; d >= 1; d /= 2) shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
+  const bool contiguous = __all_sync(0xffffffffu, aligned && w_step == 16 && b_step == 4 && (!WRITE || x_step == 4));
+  const auto walk = [&](auto aligned_tag, auto exclusive_tag) {
+    constexpr bool ALIGNED = decltype(aligned_tag)::value, EXCLUSIVE = decltype(exclusive_tag)::value;
+    float4 column[U][4];
+    float bias[U][4];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) column[u][j] = make_float4(0, 0, 0, 0), bias[u][j] = 0;
+    int loaded = 0;                // steps loaded (the lane's own sequence)
+    const auto load = [&](int u) {  // the next 4 steps into slot u, tested
+#pragma unroll
+      for (int j = 0; j < 4; ++j, ++loaded)
+        if (loaded < length) {
+          const float* c = w + index_t(loaded) * w_step;
+          if constexpr (ALIGNED)
+            column[u][j] = __ldg(reinterpret_cast<const float4*>(c));
+          else
+            column[u][j] = make_float4(c[0], c[1], c[2], c[3]);
+          bias[u][j] = __ldg(b + index_t(loaded) * b_step);
+        }
+    };
+    // Step t from slot u, j: W[t] x + b[t] (W[r][i] x_i for the rows r, summed over the sequence's lanes:
+    // pairs of rows across lanes i ^ 2, then rows across i ^ 1; lane i keeps row i), x written at `at`
+    // where `live`.
+    const auto step = [&](int u, int j, bool live, float* at) {
+      const float4 c = column[u][j];
+      const float p0 = c.x * x, p1 = c.y * x, p2 = c.z * x, p3 = c.w * x;
+      const bool high = i & 2, odd = i & 1;
+      float a0 = high ? p2 : p0, a1 = high ? p3 : p1;
+      a0 += __shfl_xor_sync(0xffffffffu, high ? p0 : p2, 2);
+      a1 += __shfl_xor_sync(0xffffffffu, high ? p1 : p3, 2);
+      float row = odd ? a1 : a0;
+      row += __shfl_xor_sync(0xffffffffu, odd ? a0 : a1, 1);
+      if (live) {  // the same in the sequence's 4 lanes
+        if (WRITE && EXCLUSIVE) *at = x;
+        x = row + bias[u][j];
+        if (WRITE && !EXCLUSIVE) *at = x;
+      }
+    };
+#pragma unroll
+    for (int u = 0; u < U; ++u) load(u);
+    int t0 = 0;
+    if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + 4U .. t0 + 8U - 1) are in
+      for (; t0 + 8 * U <= shortest; t0 += 4 * U, loaded += 4 * U) {
+        const float* wq = w + index_t(t0 + 4 * U) * 16;
+        const float* bq = b + index_t(t0 + 4 * U) * 4;
+        float* xq = x_out + index_t(t0) * 4;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) step(u, j, true, xq + (4 * u + j) * 4);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            column[u][j] = __ldg(reinterpret_cast<const float4*>(wq + (4 * u + j) * 16));
+            bias[u][j] = __ldg(bq + (4 * u + j) * 4);
+          }
+        }
+      }
+    for (; t0 < longest; t0 += 4 * U) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int t = t0 + 4 * u + j;
+          if (t >= longest) break;  // warp-uniform
+          step(u, j, t < length, x_out + index_t(t) * x_step);
+        }
+        load(u);
+      }
+    }
+  };
+  walk_instantiated(aligned, a.exclusive, walk);
+  if (active && a.final != nullptr) reinterpret_cast<float*>(&a.final[s])[i] = x;
+}
+
+}  // namespace parascan::engine
