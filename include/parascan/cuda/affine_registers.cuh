@@ -5,12 +5,8 @@
 // operands a fixed number of steps ahead into a ring of registers: 4 lanes a sequence, 8 sequences a warp;
 // lane i loads column i of W[t] (16 bytes) and b[t]_i, multiplies the column by its x_i, and the sequence's
 // 4 lanes sum the products by a reduce-scatter (two rounds of shuffles), leaving row i of W x on lane i.
-// Loads go through the read-only path (__ldg: ld.global.nc, as the probe's const __restrict__ loads): with
-// plain loads this walk read as the staged one. H200, same runs: 72-73% a call alone, 74-76% back to back,
-// against the staged walk's 69-71 / 71-74%. The standalone walk of the probe reads 84%: its SASS keeps each
-// slot's loads right after the slot's steps, where ptxas sinks most of this loop's b loads (and all its
-// stores) to the iteration's end, shortening their look-ahead; predicating the loads as the probe does put
-// them back in place but made the loop slower (47%), and 28 steps ahead read the same (72%).
+// Loads go through the read-only path (__ldg: ld.global.nc). H200, same runs: 84-86% a call alone, 88-89%
+// back to back, against the staged walk's 69-72 / 71-75% (bench/results/h200-affine-walk-2026-11-30.log).
 #pragma once
 
 #include <cstdint>
@@ -117,11 +113,18 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
         for (int u = 0; u < U; ++u) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) step(u, j, true, xq + (4 * u + j) * 4);
+          // Branches never taken (t0 + 8U <= shortest <= longest; the compiler cannot tell) around the
+          // slot's loads put them in a basic block of their own, so ptxas neither sinks them to the
+          // iteration's end nor hoists them above the slot's last step (whose registers they overwrite):
+          // each load issues 32 steps before its use (SASS, cuobjdump). Without them it sank most of the b
+          // loads, a few steps ahead: 72% of copy against 84-85% (H200, (4096, 1024)).
+          if (t0 + 4 * U + 4 * u + 1 >= longest) break;
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             column[u][j] = __ldg(reinterpret_cast<const float4*>(wq + (4 * u + j) * 16));
             bias[u][j] = __ldg(bq + (4 * u + j) * 4);
           }
+          if (t0 + 4 * U + 4 * u >= longest) break;
         }
       }
     for (; t0 < longest; t0 += 4 * U) {
