@@ -176,3 +176,16 @@ TEST_CASE("matrix_chain: many short chains (the GPU walks them in time from 4x4,
   check_chains<Eigen::Matrix<float, 8, 8>, chain_order::left_to_right>(4200, 12, true, false, 0, false, true);
   check_chains<Eigen::Matrix<float, 16, 16>, chain_order::right_to_left>(2200, 5, false, true, 0, false, true);
 }
+
+TEST_CASE("matrix_chain: many long 4x4 fp32 chains (the GPU's register walk, its untested steps included)") {
+  // 2200 chains: 275 warps of 8, two a multiprocessor on a 132-multiprocessor GPU. Forward, contiguous and
+  // aligned chains longer than 96 steps run the walk's untested loop (cuda/chain_registers.cuh); reverse
+  // and unaligned ones its tested loop.
+  using R4 = Eigen::Matrix<float, 4, 4, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::left_to_right>(2200, 300, false, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::right_to_left>(2200, 301, false, true, 0, true, true);
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::left_to_right>(2200, 257, false, true, 0, false, true);
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::right_to_left>(2200, 200, false, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 4, 4>, chain_order::left_to_right>(2200, 200, true, false, 0, true, true);
+  check_chains<R4, chain_order::left_to_right>(2200, 150, false, false, 1, true, true);
+}

@@ -17,6 +17,16 @@ namespace parascan::engine {
 /// Groups of 4 steps the register walk keeps loading ahead (32 steps: 160 registers of operands a lane).
 constexpr int affine_register_groups = 8;
 
+/// Four floats at c (a stored column of a 4 x 4 fp32 matrix): one 16-byte load through the read-only path
+/// when ALIGNED, else four scalar loads. Shared with chain_registers.cuh.
+template <bool ALIGNED>
+__device__ __forceinline__ float4 load_column(const float* c) {
+  if constexpr (ALIGNED)
+    return __ldg(reinterpret_cast<const float4*>(c));
+  else
+    return make_float4(c[0], c[1], c[2], c[3]);
+}
+
 /// Whether the register walk takes an affine form: 4 x 4 fp32, W column-major.
 template <class Form, bool W_ROWS>
 constexpr bool affine_registers_fit() {
@@ -75,11 +85,7 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
 #pragma unroll
       for (int j = 0; j < 4; ++j, ++loaded)
         if (loaded < length) {
-          const float* c = w + index_t(loaded) * w_step;
-          if constexpr (ALIGNED)
-            column[u][j] = __ldg(reinterpret_cast<const float4*>(c));
-          else
-            column[u][j] = make_float4(c[0], c[1], c[2], c[3]);
+          column[u][j] = load_column<ALIGNED>(w + index_t(loaded) * w_step);
           bias[u][j] = __ldg(b + index_t(loaded) * b_step);
         }
     };
@@ -121,7 +127,7 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
           if (t0 + 4 * U + 4 * u + 1 >= longest) break;
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            column[u][j] = __ldg(reinterpret_cast<const float4*>(wq + (4 * u + j) * 16));
+            column[u][j] = load_column<true>(wq + (4 * u + j) * 16);
             bias[u][j] = __ldg(bq + (4 * u + j) * 4);
           }
           if (t0 + 4 * U + 4 * u >= longest) break;

@@ -204,6 +204,12 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
   if (active && a.final != nullptr) write(reinterpret_cast<S*>(&a.final[s]));
 }
 
+}  // namespace parascan::engine
+
+#include "chain_registers.cuh"  // 4 x 4 fp32 from registers (uses walk_instantiated)
+
+namespace parascan::engine {
+
 /// Runs the chain walk when it applies (a matrix_form operator of N dividing 32 over one input of its
 /// state, no whole final states asked for, at least two warps of chains a multiprocessor); returns
 /// whether it ran.
@@ -218,12 +224,23 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
     if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors()) ||
         shape.max_length > std::numeric_limits<int>::max())
       return false;
-    launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
-        4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
-    if (log_plans())
-      std::fprintf(stderr, "parascan: %s %lld chains, longest %lld: chain walk, %d lanes a chain, %d stages\n",
-                   WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
-                   static_cast<long long>(shape.max_length), form::size, X::stages);
+    if constexpr (chain_registers_fit<form>()) {
+      launch_walk<chain_register_kernel<WRITE, form::later_on_right, Op, Pack, Outs>>(
+          0, warps, a, stream, "parascan chain_register_kernel");
+      if (log_plans())
+        std::fprintf(stderr,
+                     "parascan: %s %lld chains, longest %lld: chain walk from registers, 4 lanes a chain, %d steps "
+                     "ahead\n",
+                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
+                     static_cast<long long>(shape.max_length), 4 * chain_register_groups);
+    } else {
+      launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
+          4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
+      if (log_plans())
+        std::fprintf(stderr, "parascan: %s %lld chains, longest %lld: chain walk, %d lanes a chain, %d stages\n",
+                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
+                     static_cast<long long>(shape.max_length), form::size, X::stages);
+    }
     return true;
   }
 }

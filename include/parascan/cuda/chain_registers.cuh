@@ -1,0 +1,167 @@
+// The chain walk at N = 4, fp32, from registers (included by chain_walk.cuh, whose run_chain_walk
+// dispatches here): cumulative and whole products of 4 x 4 matrices over many chains, as the affine walk
+// at N = 4 (affine_registers.cuh). The chain walk stages each step's factors through shared memory by
+// cp.async, a wait a step; at 4 x 4 it read 67% of copy over (4096, 1024) chains on an H200. Here each
+// lane loads its own stored column of the factor 32 steps ahead into a ring of registers (4 lanes a chain,
+// 8 chains a warp), and a step gathers the factor's 4 columns from the chain's lanes by shuffles. The
+// shuffles depend only on the factor, loaded long before; what carries from step to step is the lane's
+// line of the running product (its stored row when later factors multiply on the right, P M, else its
+// stored column, M P), updated by 16 FMAs in 4 independent sums of 4. H200, (4096, 1024) chains, same
+// call (bench/chain_walk_probe.cu): the product alone 63.8-65.4% of a copy of its reads against the
+// staged walk's 51.7-54.4%; the cumulative products P M 67.7-68.7% against 68.6-69.3% (their 4 scalar
+// stores a lane a step, a row of a column-major product; a float4 store needs a transpose by shuffles, not
+// tried), M P 70.9-71.5% against 69.0-69.7%.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "affine_registers.cuh"  // load_column
+
+namespace parascan::engine {
+
+/// Groups of 4 steps the register chain walk keeps loading ahead (32 steps: 128 registers a lane).
+constexpr int chain_register_groups = 8;
+
+/// Whether the register chain walk takes a matrix form: 4 x 4 fp32.
+template <class Form>
+constexpr bool chain_registers_fit() {
+  return Form::size == 4 && std::is_same<typename Form::scalar, float>::value;
+}
+
+/// The whole-chain pass (scan, or a reduction when WRITE is false) of the register chain walk: 8 chains a
+/// warp, 4 warps a block. ROWS: later factors multiply on the right (lane r keeps stored row r of P).
+template <bool WRITE, bool ROWS, class Op, class Pack, class Outs>
+__global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<Op, Pack, Outs> a) {
+  constexpr int U = chain_register_groups;
+  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  const int r = lane % 4, g = lane / 4;  // line r of chain g of the warp
+  const index_t s = (index_t(blockIdx.x) * 4 + warp) * 8 + g;
+  const bool active = s < a.count;
+  const index_t n = active ? a.in.head.length_of(s) : 0;
+  int longest = int(n), shortest = int(n);  // 32-bit steps: run_chain_walk takes chains of fewer than 2^31
+  for (int d = 16; d >= 1; d /= 2) {
+    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
+  }
+  // Entry k of this lane's line of the column-major 4 x 4 matrix at p.
+  const auto entry = [r](auto* p, int k) -> auto& { return ROWS ? p[r + 4 * k] : p[4 * r + k]; };
+  const bool from_initial = active && a.initial != nullptr;
+  float line[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    line[k] = from_initial ? entry(reinterpret_cast<const float*>(&a.initial[s]), k) : float(k == r);
+  const auto write = [&](float* p) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) entry(p, k) = line[k];
+  };
+  if (longest == 0) {  // the whole warp (no shuffle below)
+    if (active && a.final != nullptr) write(reinterpret_cast<float*>(&a.final[s]));
+    return;
+  }
+  const int length = int(n);
+  const auto in = bind(a.in, active ? s : 0);
+  const index_t first = n > 0 ? time_index(0, n, a.reverse) : 0, dir = a.reverse ? -1 : 1;
+  const float* m = reinterpret_cast<const float*>(&in.head[first]) + 4 * r;  // stored column r
+  const index_t m_step = dir * in.head.stride * 16;
+  float* out = nullptr;
+  index_t out_step = 0;
+  if constexpr (WRITE) {
+    if (active && n > 0) {
+      const auto o = bind_outputs(a.out, s);
+      out = reinterpret_cast<float*>(&o.head[first]);
+      out_step = dir * o.head.stride * 16;
+    }
+  }
+  const bool aligned = __all_sync(0xffffffffu, reinterpret_cast<std::uintptr_t>(m) % 16 == 0);
+  // Forward and contiguous in time (factors and outputs 16 floats apart): the steps before the warp's
+  // shortest chain's end run untested, their addresses fixed offsets from one pointer an iteration.
+  const bool contiguous = __all_sync(0xffffffffu, aligned && m_step == 16 && (!WRITE || out_step == 16));
+  const auto walk = [&](auto aligned_tag, auto exclusive_tag) {
+    constexpr bool ALIGNED = decltype(aligned_tag)::value, EXCLUSIVE = decltype(exclusive_tag)::value;
+    float4 column[U][4];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) column[u][j] = make_float4(0, 0, 0, 0);
+    int loaded = 0;                // steps loaded (the lane's own chain)
+    const auto load = [&](int u) {  // the next 4 steps into slot u, tested
+#pragma unroll
+      for (int j = 0; j < 4; ++j, ++loaded)
+        if (loaded < length) column[u][j] = load_column<ALIGNED>(m + index_t(loaded) * m_step);
+    };
+    // Step t from slot u, j: the chain's 4 lanes' columns gathered (col[c]: stored column c of the
+    // factor), the line multiplied, written at `at` where `live`. TAKE: the chain's first factor as it is
+    // (no initial matrix: I M would turn inf into NaN).
+    const auto step = [&](int u, int j, bool live, float* at, bool take) {
+      float col[4][4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        col[c][0] = __shfl_sync(0xffffffffu, column[u][j].x, c, 4);
+        col[c][1] = __shfl_sync(0xffffffffu, column[u][j].y, c, 4);
+        col[c][2] = __shfl_sync(0xffffffffu, column[u][j].z, c, 4);
+        col[c][3] = __shfl_sync(0xffffffffu, column[u][j].w, c, 4);
+      }
+      if (!live) return;
+      if (WRITE && EXCLUSIVE) write(at);
+      float next[4];
+      if (take) {  // ROWS: entry r of each column; else this lane's own column r
+        const float4 c = column[u][j];
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          next[k] = ROWS ? (r == 0 ? col[k][0] : r == 1 ? col[k][1] : r == 2 ? col[k][2] : col[k][3])
+                         : (k == 0 ? c.x : k == 1 ? c.y : k == 2 ? c.z : c.w);
+      } else if (ROWS) {  // row r of P M: entry q is row r of P times column q of M
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          next[q] = fmaf(line[3], col[q][3], fmaf(line[2], col[q][2], fmaf(line[1], col[q][1], line[0] * col[q][0])));
+      } else {  // column r of M P: the columns of M weighted by column r of P
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          next[q] = fmaf(col[3][q], line[3], fmaf(col[2][q], line[2], fmaf(col[1][q], line[1], col[0][q] * line[0])));
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) line[k] = next[k];
+      if (WRITE && !EXCLUSIVE) write(at);
+    };
+    // Tested: one iteration of U groups from step t0 (loads of the groups after it, tested).
+    const auto tested = [&](int t0, auto first_tag) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int t = t0 + 4 * u + j;
+          if (t >= longest) break;  // warp-uniform
+          const bool take = decltype(first_tag)::value && u == 0 && j == 0 && !from_initial;
+          step(u, j, t < length, WRITE ? out + index_t(t) * out_step : nullptr, take);
+        }
+        load(u);
+      }
+    };
+#pragma unroll
+    for (int u = 0; u < U; ++u) load(u);
+    tested(0, std::true_type{});
+    int t0 = 4 * U;
+    if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + 4U .. t0 + 8U - 1) are in
+      for (; t0 + 8 * U <= shortest; t0 += 4 * U, loaded += 4 * U) {
+        const float* mq = m + index_t(t0 + 4 * U) * 16;
+        float* oq = WRITE ? out + index_t(t0) * 16 : nullptr;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) step(u, j, true, WRITE ? oq + (4 * u + j) * 16 : nullptr, false);
+          // Never taken (t0 + 8U <= shortest <= longest): the slot's loads in a basic block of their own,
+          // 32 steps ahead of their use (as affine_registers.cuh, whose walk ptxas otherwise reordered).
+          if (t0 + 4 * U + 4 * u + 1 >= longest) break;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) column[u][j] = load_column<true>(mq + (4 * u + j) * 16);
+          if (t0 + 4 * U + 4 * u >= longest) break;
+        }
+      }
+    for (; t0 < longest; t0 += 4 * U) tested(t0, std::false_type{});
+  };
+  walk_instantiated(aligned, a.exclusive, walk);
+  if (active && a.final != nullptr) write(reinterpret_cast<float*>(&a.final[s]));
+}
+
+}  // namespace parascan::engine
