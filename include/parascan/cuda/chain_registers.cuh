@@ -6,11 +6,10 @@
 // 8 chains a warp), and a step gathers the factor's 4 columns from the chain's lanes by shuffles. The
 // shuffles depend only on the factor, loaded long before; what carries from step to step is the lane's
 // line of the running product (its stored row when later factors multiply on the right, P M, else its
-// stored column, M P), updated by 16 FMAs in 4 independent sums of 4. H200, (4096, 1024) chains, same
-// call (bench/chain_walk_probe.cu): the product alone 63.8-65.4% of a copy of its reads against the
-// staged walk's 51.7-54.4%; the cumulative products P M 67.7-68.7% against 68.6-69.3% (their 4 scalar
-// stores a lane a step, a row of a column-major product; a float4 store needs a transpose by shuffles, not
-// tried), M P 70.9-71.5% against 69.0-69.7%.
+// stored column, M P), updated by 16 FMAs in 4 independent sums of 4. H200, (4096, 1024) chains
+// (bench/chain_walk_probe.cu, bench/results/h200-affine-walk-2026-11-30.log): the product alone 64-66% of
+// a copy of its reads against the staged walk's 52-54%; M P (a 16-byte store a lane a step) 77-78% a call
+// alone against 69-70%; P M 68-69% as before.
 #pragma once
 
 #include <cstdint>
@@ -76,7 +75,9 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
   const bool aligned = __all_sync(0xffffffffu, reinterpret_cast<std::uintptr_t>(m) % 16 == 0);
   // Forward and contiguous in time (factors and outputs 16 floats apart): the steps before the warp's
   // shortest chain's end run untested, their addresses fixed offsets from one pointer an iteration.
-  const bool contiguous = __all_sync(0xffffffffu, aligned && m_step == 16 && (!WRITE || out_step == 16));
+  const bool contiguous = __all_sync(
+      0xffffffffu, aligned && m_step == 16 &&
+                       (!WRITE || (out_step == 16 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)));
   const auto walk = [&](auto aligned_tag, auto exclusive_tag) {
     constexpr bool ALIGNED = decltype(aligned_tag)::value, EXCLUSIVE = decltype(exclusive_tag)::value;
     float4 column[U][4];
@@ -90,10 +91,17 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
       for (int j = 0; j < 4; ++j, ++loaded)
         if (loaded < length) column[u][j] = load_column<ALIGNED>(m + index_t(loaded) * m_step);
     };
+    // The line written at p; M P (a lane a stored column) by one 16-byte store when VECTOR (p aligned).
+    // P M keeps its 4 scalar stores: its stored column spread over the chain's lanes, gathered to one lane
+    // by two rounds of shuffles, read the same (H200, 68.5-69.2% against 68.4-69.3).
+    const auto put = [&](float* p, bool vector) {
+      if (ROWS || !vector) return write(p);
+      *reinterpret_cast<float4*>(p + 4 * r) = make_float4(line[0], line[1], line[2], line[3]);
+    };
     // Step t from slot u, j: the chain's 4 lanes' columns gathered (col[c]: stored column c of the
     // factor), the line multiplied, written at `at` where `live`. TAKE: the chain's first factor as it is
-    // (no initial matrix: I M would turn inf into NaN).
-    const auto step = [&](int u, int j, bool live, float* at, bool take) {
+    // (no initial matrix: I M would turn inf into NaN). VECTOR: the main loop's aligned outputs.
+    const auto step = [&](int u, int j, bool live, float* at, bool take, bool vector = false) {
       float col[4][4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
@@ -103,7 +111,7 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
         col[c][3] = __shfl_sync(0xffffffffu, column[u][j].w, c, 4);
       }
       if (!live) return;
-      if (WRITE && EXCLUSIVE) write(at);
+      if (WRITE && EXCLUSIVE) put(at, vector);
       float next[4];
       if (take) {  // ROWS: entry r of each column; else this lane's own column r
         const float4 c = column[u][j];
@@ -122,7 +130,7 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
       }
 #pragma unroll
       for (int k = 0; k < 4; ++k) line[k] = next[k];
-      if (WRITE && !EXCLUSIVE) write(at);
+      if (WRITE && !EXCLUSIVE) put(at, vector);
     };
     // Tested: one iteration of U groups from step t0 (loads of the groups after it, tested).
     const auto tested = [&](int t0, auto first_tag) {
@@ -149,7 +157,7 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
 #pragma unroll
         for (int u = 0; u < U; ++u) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) step(u, j, true, WRITE ? oq + (4 * u + j) * 16 : nullptr, false);
+          for (int j = 0; j < 4; ++j) step(u, j, true, WRITE ? oq + (4 * u + j) * 16 : nullptr, false, true);
           // Never taken (t0 + 8U <= shortest <= longest): the slot's loads in a basic block of their own,
           // 32 steps ahead of their use (as affine_registers.cuh, whose walk ptxas otherwise reordered).
           if (t0 + 4 * U + 4 * u + 1 >= longest) break;
