@@ -17,7 +17,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "../affine_form.hpp"
@@ -92,6 +94,16 @@ struct affine_layout {
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
 
+/// The longest and shortest of the warp's lengths `n` (every lane calls; lanes past the batch pass 0): a
+/// walk loops to its warp's longest sequence, and steps before the shortest one's end need no test.
+__device__ __forceinline__ void warp_length_range(int n, int& longest, int& shortest) {
+  longest = shortest = n;
+  for (int d = 16; d >= 1; d /= 2) {
+    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
+  }
+}
+
 /// Runs a walk (a generic callable of two tags) instantiated for the inputs' alignment and the exclusive
 /// option (shared by the affine walk and the chain walk, chain_walk.cuh).
 template <class Walk>
@@ -138,11 +150,8 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   const index_t n = active ? a.in.head.length_of(s) : 0;
   // The warp loops to its longest sequence (shuffles need every lane); steps before its shortest one's
   // end need no test. 32-bit step counts: run_affine takes sequences of fewer than 2^31 steps.
-  int longest = int(n), shortest = int(n);  // lanes past the batch count as empty
-  for (int d = 16; d >= 1; d /= 2) {
-    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
-    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
-  }
+  int longest, shortest;  // lanes past the batch count as empty
+  warp_length_range(int(n), longest, shortest);
   if (longest == 0 && !active) return;  // a whole warp past the batch
   const int length = int(n);
 
@@ -290,6 +299,12 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
 
 namespace parascan::engine {
 
+/// PARASCAN_LOG's line for a walk in time: the call, the batch (`items`: sequences, chains) and `how`.
+inline void log_walk(bool write, const batch_shape& shape, const char* items, const std::string& how) {
+  std::fprintf(stderr, "parascan: %s %lld %s, longest %lld: %s\n", write ? "prefix_scan" : "reduce_scan",
+               static_cast<long long>(shape.count), items, static_cast<long long>(shape.max_length), how.c_str());
+}
+
 /// Launches a walk's kernel (the affine walk, the chain walk): 128-thread blocks over `warps` warps,
 /// `bytes` of dynamic shared memory a block.
 template <auto Kernel, class Args>
@@ -322,19 +337,16 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
       launch_walk<affine_register_kernel<WRITE, Op, Pack, Outs>>(0, warps, a, stream,
                                                                  "parascan affine_register_kernel");
       if (log_plans())
-        std::fprintf(stderr,
-                     "parascan: %s %lld sequences, longest %lld: affine in time from registers, 4 lanes a "
-                     "sequence, %d steps ahead\n",
-                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
-                     static_cast<long long>(shape.max_length), 4 * affine_register_groups);
+        log_walk(WRITE, shape, "sequences",
+                 "affine in time from registers, 4 lanes a sequence, " + std::to_string(4 * affine_register_groups) +
+                     " steps ahead");
     } else {
       launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
           4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
       if (log_plans())
-        std::fprintf(stderr,
-                     "parascan: %s %lld sequences, longest %lld: affine in time, %d lanes a sequence, %d stages\n",
-                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
-                     static_cast<long long>(shape.max_length), form::size, X::stages);
+        log_walk(WRITE, shape, "sequences",
+                 "affine in time, " + std::to_string(form::size) + " lanes a sequence, " + std::to_string(X::stages) +
+                     " stages");
     }
     return true;
   }

@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
   const index_t s = (index_t(blockIdx.x) * 4 + warp) * 8 + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
-  int longest = int(n);  // 32-bit steps: run_affine takes sequences of fewer than 2^31 steps
-  for (int d = 16; d >= 1; d /= 2) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+  int longest, shortest;  // 32-bit steps: run_affine takes sequences of fewer than 2^31 steps
+  warp_length_range(int(n), longest, shortest);
   float x = active && a.initial != nullptr ? reinterpret_cast<const float*>(&a.initial[s])[i] : 0.0f;
   if (longest == 0) {  // the whole warp (no shuffle below)
     if (active && a.final != nullptr) reinterpret_cast<float*>(&a.final[s])[i] = x;
@@ -69,8 +69,6 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
   const bool aligned = __all_sync(0xffffffffu, reinterpret_cast<std::uintptr_t>(w) % 16 == 0);
   // Steps before the warp's shortest sequence's end need no test; where every lane's W, b and x are
   // contiguous in time (forward), their addresses are fixed offsets from one pointer an iteration.
-  int shortest = active ? length : 0;
-  for (int d = 16; d >= 1; d /= 2) shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
   const bool contiguous = __all_sync(0xffffffffu, aligned && w_step == 16 && b_step == 4 && (!WRITE || x_step == 4));
   const auto walk = [&](auto aligned_tag, auto exclusive_tag) {
     constexpr bool ALIGNED = decltype(aligned_tag)::value, EXCLUSIVE = decltype(exclusive_tag)::value;

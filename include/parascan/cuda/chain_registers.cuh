@@ -38,11 +38,8 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
   const index_t s = (index_t(blockIdx.x) * 4 + warp) * 8 + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
-  int longest = int(n), shortest = int(n);  // 32-bit steps: run_chain_walk takes chains of fewer than 2^31
-  for (int d = 16; d >= 1; d /= 2) {
-    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
-    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
-  }
+  int longest, shortest;  // 32-bit steps: run_chain_walk takes chains of fewer than 2^31
+  warp_length_range(int(n), longest, shortest);
   // Entry k of this lane's line of the column-major 4 x 4 matrix at p.
   const auto entry = [r](auto* p, int k) -> auto& { return ROWS ? p[r + 4 * k] : p[4 * r + k]; };
   const bool from_initial = active && a.initial != nullptr;

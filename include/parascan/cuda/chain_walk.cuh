@@ -80,11 +80,8 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
   const index_t n = active ? a.in.head.length_of(s) : 0;
   // The warp loops to its longest chain (its lanes pass the same barriers); steps before its shortest
   // one's end need no test. 32-bit step counts: run_chain_walk takes chains of fewer than 2^31 factors.
-  int longest = int(n), shortest = int(n);  // lanes past the batch count as empty
-  for (int d = 16; d >= 1; d /= 2) {
-    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
-    shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, d));
-  }
+  int longest, shortest;  // lanes past the batch count as empty
+  warp_length_range(int(n), longest, shortest);
   if (longest == 0 && !active) return;  // a whole warp past the batch
   const int length = int(n);
 
@@ -228,18 +225,16 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
       launch_walk<chain_register_kernel<WRITE, form::later_on_right, Op, Pack, Outs>>(
           0, warps, a, stream, "parascan chain_register_kernel");
       if (log_plans())
-        std::fprintf(stderr,
-                     "parascan: %s %lld chains, longest %lld: chain walk from registers, 4 lanes a chain, %d steps "
-                     "ahead\n",
-                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
-                     static_cast<long long>(shape.max_length), 4 * chain_register_groups);
+        log_walk(WRITE, shape, "chains",
+                 "chain walk from registers, 4 lanes a chain, " + std::to_string(4 * chain_register_groups) +
+                     " steps ahead");
     } else {
       launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
           4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
       if (log_plans())
-        std::fprintf(stderr, "parascan: %s %lld chains, longest %lld: chain walk, %d lanes a chain, %d stages\n",
-                     WRITE ? "prefix_scan" : "reduce_scan", static_cast<long long>(shape.count),
-                     static_cast<long long>(shape.max_length), form::size, X::stages);
+        log_walk(WRITE, shape, "chains",
+                 "chain walk, " + std::to_string(form::size) + " lanes a chain, " + std::to_string(X::stages) +
+                     " stages");
     }
     return true;
   }
