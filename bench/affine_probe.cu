@@ -1,9 +1,9 @@
 // The affine recurrence x[t] = W[t] x[t-1] + b[t] alone, as the bench's rows (x only, (16384 / N, 1024)
 // sequences of N-vectors, column-major W, its entries uniform and scaled so that products stay bounded),
 // for N = 4, 8 and 16: a call alone and calls back to back (medians of 21, event-timed), the copy floor of
-// its bytes in the same process (a device-to-device copy reading and writing as many bytes), and four
-// sequences checked against fp64. For A/B runs of the walk's staging (cuda/affine.cuh) built against
-// copies of the headers.
+// its bytes in the same process (a device-to-device copy reading and writing as many bytes), the host's
+// time a call (enqueued, not waited for), and four sequences checked against fp64. For A/B runs of the
+// walk's staging (cuda/affine.cuh) built against copies of the headers.
 //
 // Usage: parascan_affine_probe [B_TIMES_N [T]] (default 16384 1024); PROBE_PAD=p in the environment places
 // the sequences T + p elements apart (the bench's are T apart).
@@ -13,6 +13,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,14 @@ bool probe(index_t BN, index_t T) {
   const double back_to_back = median_ms([&] {  // 20 calls between the events: the host's time hidden
     for (int rep = 0; rep < 20; ++rep) call();
   }) / 20;
+  // The host's time a call: 100 calls enqueued (the device still busy with the first), the wall clock
+  // between the first call's start and the last one's return, before any wait.
+  cudaDeviceSynchronize();
+  const auto host_start = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < 100; ++rep) call();
+  const double host_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start).count() / 100;
+  cudaDeviceSynchronize();
   // The same walk without its outputs (reduce_scan: the final x of each sequence), against a copy of the
   // bytes it reads: whether writing x every step is what holds the scan.
   V* last;
@@ -91,9 +100,10 @@ bool probe(index_t BN, index_t T) {
   });
   cudaFree(last);
   std::printf("N = %d, (%lld, %lld): a call alone %.4f ms, %.1f%% of copy (%.4f ms); back to back %.4f ms, %.1f%%; "
-              "without x (reduce_scan) %.4f ms, %.1f%% of a copy of its reads; worst relative error %.2e (%s), %s\n",
+              "without x (reduce_scan) %.4f ms, %.1f%% of a copy of its reads; host %.2f us a call; worst relative error "
+              "%.2e (%s), %s\n",
               N, (long long)B, (long long)T, ms, 100 * copy / ms, copy, back_to_back, 100 * copy / back_to_back, reduce,
-              100 * copy * (sizeof(M) + sizeof(V)) / (sizeof(M) + 2 * sizeof(V)) / reduce, worst, ok ? "ok" : "FAILED",
+              100 * copy * (sizeof(M) + sizeof(V)) / (sizeof(M) + 2 * sizeof(V)) / reduce, host_us, worst, ok ? "ok" : "FAILED",
               cudaGetErrorString(cudaGetLastError()));
   cudaFree(src);
   cudaFree(dst);

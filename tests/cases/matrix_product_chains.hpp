@@ -189,3 +189,17 @@ TEST_CASE("matrix_chain: many long 4x4 fp32 chains (the GPU's register walk, its
   check_chains<Eigen::Matrix<float, 4, 4>, chain_order::left_to_right>(2200, 200, true, false, 0, true, true);
   check_chains<R4, chain_order::left_to_right>(2200, 150, false, false, 1, true, true);
 }
+
+TEST_CASE("matrix_chain: many 8x8 chains (the GPU's staged chain walk for prefixes)") {
+  // 1100 chains: 275 warps of 4, from 1.75 a multiprocessor on a 132-multiprocessor GPU, where 8 x 8
+  // prefixes walk (cuda/chain_walk.cuh) and their products keep the matrix strategy. Both orders,
+  // exclusive, reverse, without and with initial matrices, fp64, and row-major fp64 8 bytes off alignment
+  // (element by element staging); lengths around the walk's stages. Only types and orders the other cases
+  // instantiate.
+  using R8 = Eigen::Matrix<double, 8, 8, Eigen::RowMajor | Eigen::DontAlign>;
+  check_chains<Eigen::Matrix<float, 8, 8>, chain_order::left_to_right>(1100, 150, false, false, 0, false, true);
+  check_chains<Eigen::Matrix<float, 8, 8>, chain_order::right_to_left>(1100, 151, false, true, 0, true, true);
+  check_chains<Eigen::Matrix<float, 8, 8>, chain_order::left_to_right>(1100, 9, true, true, 0, true, true);
+  check_chains<Eigen::Matrix<double, 8, 8>, chain_order::left_to_right>(1000, 60, false, false, 0, true, true);
+  check_chains<R8, chain_order::left_to_right>(1000, 41, true, false, 1, false, true);
+}

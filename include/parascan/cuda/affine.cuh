@@ -94,6 +94,11 @@ struct affine_layout {
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
 
+/// The walk's warp: its index in the grid (launch_walk's blocks hold 1 to 4 warps).
+__device__ __forceinline__ index_t walk_warp() {
+  return index_t(blockIdx.x) * (blockDim.x / warp_threads) + threadIdx.x / warp_threads;
+}
+
 /// The longest and shortest of the warp's lengths `n` (every lane calls; lanes past the batch pass 0): a
 /// walk loops to its warp's longest sequence, and steps before the shortest one's end need no test.
 __device__ __forceinline__ void warp_length_range(int n, int& longest, int& shortest) {
@@ -145,7 +150,7 @@ __global__ void __launch_bounds__(128) affine_kernel(const segment_args<Op, Pack
   constexpr int N = X::N;
   const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
   const int i = lane % N, g = lane / N;  // row i of sequence g of the warp
-  const index_t s = (index_t(blockIdx.x) * (128 / warp_threads) + warp) * X::per_warp + g;
+  const index_t s = walk_warp() * X::per_warp + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
   // The warp loops to its longest sequence (shuffles need every lane); steps before its shortest one's
@@ -305,15 +310,24 @@ inline void log_walk(bool write, const batch_shape& shape, const char* items, co
                static_cast<long long>(shape.count), items, static_cast<long long>(shape.max_length), how.c_str());
 }
 
-/// Launches a walk's kernel (the affine walk, the chain walk): 128-thread blocks over `warps` warps,
-/// `bytes` of dynamic shared memory a block.
+/// Warps a block of a walk: one. A walk runs few warps, a multiprocessor's share of them walking alone
+/// (one sequence a lane group to its end), so blocks of 4 warps left whole multiprocessors idle: (4096,
+/// 1024) 4 x 4 chains or sequences are 512 warps, 128 blocks of 4 on 132 multiprocessors, and 8 x 8
+/// chains (1024, 1024) 256 warps, 64 blocks. Blocks of one warp spread them over every multiprocessor.
+constexpr int walk_block_warps = 1;
+
+/// Launches a walk's kernel (the affine walk, the chain walk) over `warps` warps, walk_block_warps a
+/// block, each warp with `warp_bytes` of dynamic shared memory.
 template <auto Kernel, class Args>
-void launch_walk(int bytes, index_t warps, const Args& a, cudaStream_t stream, const char* name) {
-  static std::atomic<int> cache[64] = {};  // per kernel (one instantiation each)
-  allow_dynamic_shared(cache, Kernel, bytes);
-  const index_t blocks = (warps + 3) / 4;
+void launch_walk(int warp_bytes, index_t warps, const Args& a, cudaStream_t stream, const char* name) {
+  const int bytes = walk_block_warps * warp_bytes;
+  if (bytes > 48 * 1024) {  // above 48 kB a kernel must ask, once per device
+    static std::atomic<int> cache[64] = {};  // per kernel (one instantiation each)
+    allow_dynamic_shared(cache, Kernel, bytes);
+  }
+  const index_t blocks = (warps + walk_block_warps - 1) / walk_block_warps;
   detail::require(blocks <= std::numeric_limits<int>::max(), "inputs", "fewer than 2^31 blocks of work");
-  Kernel<<<unsigned(blocks), 128, bytes, stream>>>(a);
+  Kernel<<<unsigned(blocks), walk_block_warps * warp_threads, bytes, stream>>>(a);
   detail::check_launch(name);
 }
 
@@ -342,7 +356,7 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
                      " steps ahead");
     } else {
       launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
-          4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
+          X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");
       if (log_plans())
         log_walk(WRITE, shape, "sequences",
                  "affine in time, " + std::to_string(form::size) + " lanes a sequence, " + std::to_string(X::stages) +

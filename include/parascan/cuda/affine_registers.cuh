@@ -38,9 +38,9 @@ constexpr bool affine_registers_fit() {
 template <bool WRITE, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args<Op, Pack, Outs> a) {
   constexpr int U = affine_register_groups;
-  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  const int lane = int(threadIdx.x) % warp_threads;
   const int i = lane % 4, g = lane / 4;  // row / column i of sequence g of the warp
-  const index_t s = (index_t(blockIdx.x) * 4 + warp) * 8 + g;
+  const index_t s = walk_warp() * 8 + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
   int longest, shortest;  // 32-bit steps: run_affine takes sequences of fewer than 2^31 steps

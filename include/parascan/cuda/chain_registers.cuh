@@ -6,10 +6,11 @@
 // 8 chains a warp), and a step gathers the factor's 4 columns from the chain's lanes by shuffles. The
 // shuffles depend only on the factor, loaded long before; what carries from step to step is the lane's
 // line of the running product (its stored row when later factors multiply on the right, P M, else its
-// stored column, M P), updated by 16 FMAs in 4 independent sums of 4. H200, (4096, 1024) chains
-// (bench/chain_walk_probe.cu, bench/results/h200-affine-walk-2026-11-30.log): the product alone 64-66% of
-// a copy of its reads against the staged walk's 52-54%; M P (a 16-byte store a lane a step) 77-78% a call
-// alone against 69-70%; P M 68-69% as before.
+// stored column, M P), updated by 16 FMAs in 4 independent sums of 4; P M prefixes keep the whole product
+// in every lane instead (chain_register_kernel). H200, (4096, 1024) chains (bench/chain_walk_probe.cu,
+// bench/results/h200-affine-walk-2026-11-30.log): the product alone 62-66% of a copy of its reads against
+// the staged walk's 52-54%; M P (a 16-byte store a lane a step) 77-78% a call alone against 69-70%; P M
+// 72-74% against 69%.
 #pragma once
 
 #include <cstdint>
@@ -29,24 +30,36 @@ constexpr bool chain_registers_fit() {
 }
 
 /// The whole-chain pass (scan, or a reduction when WRITE is false) of the register chain walk: 8 chains a
-/// warp, 4 warps a block. ROWS: later factors multiply on the right (lane r keeps stored row r of P).
+/// warp, 4 warps a block. ROWS: later factors multiply on the right (P M).
 template <bool WRITE, bool ROWS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<Op, Pack, Outs> a) {
   constexpr int U = chain_register_groups;
-  const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
+  // How a lane keeps P. Its line: its stored column r of P (M P; P M prefixes), or its stored row r (P M
+  // products). P M prefixes also keep the whole of P in every lane (WHOLE): lane r multiplies it by its own
+  // column r of the factor, stores that column of P M by one 16-byte store, and the chain's lanes then
+  // share their columns by 16 shuffles. Gathering the factor instead (the shuffles off the step-to-step
+  // chain, a row of P M a lane) wrote a row by 4 scalar stores and read 67-68% of copy where this reads
+  // 72-74% (H200, (4096, 1024), bench/chain_walk_probe.cu); the P M product, with no stores, keeps the
+  // rows (62% against 58-59% whole).
+  constexpr bool WHOLE = ROWS && WRITE, LINE_IS_ROW = ROWS && !WRITE;
+  const int lane = int(threadIdx.x) % warp_threads;
   const int r = lane % 4, g = lane / 4;  // line r of chain g of the warp
-  const index_t s = (index_t(blockIdx.x) * 4 + warp) * 8 + g;
+  const index_t s = walk_warp() * 8 + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
   int longest, shortest;  // 32-bit steps: run_chain_walk takes chains of fewer than 2^31
   warp_length_range(int(n), longest, shortest);
   // Entry k of this lane's line of the column-major 4 x 4 matrix at p.
-  const auto entry = [r](auto* p, int k) -> auto& { return ROWS ? p[r + 4 * k] : p[4 * r + k]; };
+  const auto entry = [r](auto* p, int k) -> auto& { return LINE_IS_ROW ? p[r + 4 * k] : p[4 * r + k]; };
   const bool from_initial = active && a.initial != nullptr;
-  float line[4];
+  const float* initial = from_initial ? reinterpret_cast<const float*>(&a.initial[s]) : nullptr;
+  float line[4], whole[4][4];  // whole[k][c]: row k, column c of P (WHOLE only)
 #pragma unroll
-  for (int k = 0; k < 4; ++k)
-    line[k] = from_initial ? entry(reinterpret_cast<const float*>(&a.initial[s]), k) : float(k == r);
+  for (int k = 0; k < 4; ++k) {
+    line[k] = from_initial ? entry(initial, k) : float(k == r);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) whole[k][c] = !WHOLE ? 0.0f : from_initial ? initial[k + 4 * c] : float(k == c);
+  }
   const auto write = [&](float* p) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) entry(p, k) = line[k];
@@ -88,17 +101,34 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
       for (int j = 0; j < 4; ++j, ++loaded)
         if (loaded < length) column[u][j] = load_column<ALIGNED>(m + index_t(loaded) * m_step);
     };
-    // The line written at p; M P (a lane a stored column) by one 16-byte store when VECTOR (p aligned).
-    // P M keeps its 4 scalar stores: its stored column spread over the chain's lanes, gathered to one lane
-    // by two rounds of shuffles, read the same (H200, 68.5-69.2% against 68.4-69.3).
+    // The line written at p: a stored column by one 16-byte store when VECTOR (p aligned).
     const auto put = [&](float* p, bool vector) {
-      if (ROWS || !vector) return write(p);
+      if (LINE_IS_ROW || !vector) return write(p);
       *reinterpret_cast<float4*>(p + 4 * r) = make_float4(line[0], line[1], line[2], line[3]);
     };
     // Step t from slot u, j: the chain's 4 lanes' columns gathered (col[c]: stored column c of the
     // factor), the line multiplied, written at `at` where `live`. TAKE: the chain's first factor as it is
     // (no initial matrix: I M would turn inf into NaN). VECTOR: the main loop's aligned outputs.
     const auto step = [&](int u, int j, bool live, float* at, bool take, bool vector = false) {
+      if constexpr (WHOLE) {  // a chain's lanes share `live` (one length): a P at rest shuffles to itself
+        if (live) {
+          if (EXCLUSIVE) put(at, vector);
+          const float4 c = column[u][j];  // stored column r of the factor
+          if (take) {
+            line[0] = c.x, line[1] = c.y, line[2] = c.z, line[3] = c.w;
+          } else {  // column r of P M: P times column r of M
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+              line[k] = fmaf(whole[k][3], c.w, fmaf(whole[k][2], c.z, fmaf(whole[k][1], c.y, whole[k][0] * c.x)));
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+          for (int k = 0; k < 4; ++k) whole[k][q] = __shfl_sync(0xffffffffu, line[k], q, 4);
+        if (live && !EXCLUSIVE) put(at, vector);
+        return;
+      }
       float col[4][4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
@@ -110,13 +140,13 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
       if (!live) return;
       if (WRITE && EXCLUSIVE) put(at, vector);
       float next[4];
-      if (take) {  // ROWS: entry r of each column; else this lane's own column r
+      if (take) {  // rows: entry r of each column; else this lane's own column r
         const float4 c = column[u][j];
 #pragma unroll
         for (int k = 0; k < 4; ++k)
-          next[k] = ROWS ? (r == 0 ? col[k][0] : r == 1 ? col[k][1] : r == 2 ? col[k][2] : col[k][3])
+          next[k] = LINE_IS_ROW ? (r == 0 ? col[k][0] : r == 1 ? col[k][1] : r == 2 ? col[k][2] : col[k][3])
                          : (k == 0 ? c.x : k == 1 ? c.y : k == 2 ? c.z : c.w);
-      } else if (ROWS) {  // row r of P M: entry q is row r of P times column q of M
+      } else if (LINE_IS_ROW) {  // row r of P M: entry q is row r of P times column q of M
 #pragma unroll
         for (int q = 0; q < 4; ++q)
           next[q] = fmaf(line[3], col[q][3], fmaf(line[2], col[q][2], fmaf(line[1], col[q][1], line[0] * col[q][0])));

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
   constexpr bool ROWS = Form::later_on_right;  // P M: rows; M P: columns
   const int lane = int(threadIdx.x) % warp_threads, warp = int(threadIdx.x) / warp_threads;
   const int r = lane % X::lanes, g = lane / X::lanes;  // line r of chain g of the warp
-  const index_t s = (index_t(blockIdx.x) * (128 / warp_threads) + warp) * X::per_warp + g;
+  const index_t s = walk_warp() * X::per_warp + g;
   const bool active = s < a.count;
   const index_t n = active ? a.in.head.length_of(s) : 0;
   // The warp loops to its longest chain (its lanes pass the same barriers); steps before its shortest
@@ -208,17 +208,26 @@ __global__ void __launch_bounds__(128) chain_walk_kernel(const segment_args<Op, 
 namespace parascan::engine {
 
 /// Runs the chain walk when it applies (a matrix_form operator of N dividing 32 over one input of its
-/// state, no whole final states asked for, at least two warps of chains a multiprocessor); returns
-/// whether it ran.
+/// state, no whole final states asked for, at least two warps of chains a multiprocessor, 1.75 for 8 x 8
+/// prefixes under warp_product); returns whether it ran.
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream) {
+  constexpr bool warp_product = Policy::combine == combine_variant::warp_product;
   if constexpr (!chain_walk_fits<Op, Pack, Outs>::value) {
+    return false;
+  } else if constexpr (warp_product && !(WRITE && matrix_form<Op>::size == 8)) {
+    // Under warp_product (the default from 6 x 6 up) only 8 x 8 prefixes walk, from 1.75 warps a
+    // multiprocessor. H200, bench/chain_walk_probe.cu, (B, 1024) chains: at B = 1024 (256 warps, 1.9 a
+    // multiprocessor) the walk read 54% of copy where the matrix strategy's segments (fold, carry,
+    // rescan: the factors read twice) read 45%; at B = 768 the walk 42%, at B = 512 29% against 46%; the
+    // products walked 26% against 53%. Larger sizes were not measured walked.
     return false;
   } else {
     using form = matrix_form<Op>;
     using X = chain_walk_layout<form>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
-    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors()) ||
+    const index_t sms = multiprocessors();
+    if (a.final_states != nullptr || (warp_product ? 4 * warps < 7 * sms : warps < 2 * sms) ||
         shape.max_length > std::numeric_limits<int>::max())
       return false;
     if constexpr (chain_registers_fit<form>()) {
@@ -230,7 +239,7 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
                      " steps ahead");
     } else {
       launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
-          4 * X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
+          X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
       if (log_plans())
         log_walk(WRITE, shape, "chains",
                  "chain walk, " + std::to_string(form::size) + " lanes a chain, " + std::to_string(X::stages) +

@@ -543,8 +543,10 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
   if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential)
     if (run_affine<Policy, WRITE>(a, shape, stream)) return;
   // So do matrix chains over many chains (one product a step, a line of it a lane): 4x4 under the
-  // default policy; larger matrices' default asks for warp_product, which stays theirs.
-  if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential)
+  // default policy; larger matrices' default asks for warp_product, which keeps all but 8x8 prefixes
+  // (run_chain_walk says why).
+  if constexpr (Policy::combine == combine_variant::automatic || Policy::combine == combine_variant::sequential ||
+                Policy::combine == combine_variant::warp_product)
     if (run_chain_walk<Policy, WRITE>(a, shape, stream)) return;
   const group_kind group = choose_group(policy_values::of<Policy, Op>(), shape);
   // Only the groups a policy can choose are instantiated: fewer kernels to compile.
