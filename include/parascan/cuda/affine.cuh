@@ -352,7 +352,7 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
                                                                  "parascan affine_register_kernel");
       if (log_plans())
         log_walk(WRITE, shape, "sequences",
-                 "affine in time from registers, 4 lanes a sequence, " + std::to_string(4 * affine_register_groups) +
+                 "affine in time from registers, 4 lanes a sequence, " + std::to_string(affine_register_steps * affine_register_slots) +
                      " steps ahead");
     } else {
       launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(

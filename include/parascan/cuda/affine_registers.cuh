@@ -14,8 +14,13 @@
 
 namespace parascan::engine {
 
-/// Groups of 4 steps the register walk keeps loading ahead (32 steps: 160 registers of operands a lane).
-constexpr int affine_register_groups = 8;
+/// The register walk's ring: slots of 8 steps, 4 of them (32 steps loaded ahead: 160 registers of operands
+/// a lane). A slot's loads issue together, so each sequence asks for 8 steps of W and b at once (512 and
+/// 128 contiguous bytes): H200, (4096, 1024), a call alone 86.5-86.8% of copy with slots of 8 steps,
+/// 83.6-84.8% with slots of 4, 84.3-84.5% with 16 (bench/affine_probe.cu, three rounds in one call;
+/// bench/results/h200-chain-walk-blocks-2026-11-30.log).
+constexpr int affine_register_steps = 8;
+constexpr int affine_register_slots = 32 / affine_register_steps;
 
 /// Four floats at c (a stored column of a 4 x 4 fp32 matrix): one 16-byte load through the read-only path
 /// when ALIGNED, else four scalar loads. Shared with chain_registers.cuh.
@@ -34,10 +39,11 @@ constexpr bool affine_registers_fit() {
 }
 
 /// The whole-sequence pass (scan, or a reduction when WRITE is false) of the register walk: 8 sequences a
-/// warp, 4 warps a block. ALIGNED: every sequence's W on 16 bytes (column loads of 16 bytes, else 4 of 4).
+/// warp (launch_walk's blocks). ALIGNED: every sequence's W on 16 bytes (column loads of 16 bytes, else 4
+/// of 4).
 template <bool WRITE, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args<Op, Pack, Outs> a) {
-  constexpr int U = affine_register_groups;
+  constexpr int G = affine_register_steps, U = affine_register_slots;
   const int lane = int(threadIdx.x) % warp_threads;
   const int i = lane % 4, g = lane / 4;  // row / column i of sequence g of the warp
   const index_t s = walk_warp() * 8 + g;
@@ -72,16 +78,16 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
   const bool contiguous = __all_sync(0xffffffffu, aligned && w_step == 16 && b_step == 4 && (!WRITE || x_step == 4));
   const auto walk = [&](auto aligned_tag, auto exclusive_tag) {
     constexpr bool ALIGNED = decltype(aligned_tag)::value, EXCLUSIVE = decltype(exclusive_tag)::value;
-    float4 column[U][4];
-    float bias[U][4];
+    float4 column[U][G];
+    float bias[U][G];
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) column[u][j] = make_float4(0, 0, 0, 0), bias[u][j] = 0;
+      for (int j = 0; j < G; ++j) column[u][j] = make_float4(0, 0, 0, 0), bias[u][j] = 0;
     int loaded = 0;                // steps loaded (the lane's own sequence)
     const auto load = [&](int u) {  // the next 4 steps into slot u, tested
 #pragma unroll
-      for (int j = 0; j < 4; ++j, ++loaded)
+      for (int j = 0; j < G; ++j, ++loaded)
         if (loaded < length) {
           column[u][j] = load_column<ALIGNED>(w + index_t(loaded) * w_step);
           bias[u][j] = __ldg(b + index_t(loaded) * b_step);
@@ -109,34 +115,34 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
     for (int u = 0; u < U; ++u) load(u);
     int t0 = 0;
     if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + 4U .. t0 + 8U - 1) are in
-      for (; t0 + 8 * U <= shortest; t0 += 4 * U, loaded += 4 * U) {
-        const float* wq = w + index_t(t0 + 4 * U) * 16;
-        const float* bq = b + index_t(t0 + 4 * U) * 4;
+      for (; t0 + 2 * G * U <= shortest; t0 += G * U, loaded += G * U) {
+        const float* wq = w + index_t(t0 + G * U) * 16;
+        const float* bq = b + index_t(t0 + G * U) * 4;
         float* xq = x_out + index_t(t0) * 4;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) step(u, j, true, xq + (4 * u + j) * 4);
+          for (int j = 0; j < G; ++j) step(u, j, true, xq + (G * u + j) * 4);
           // Branches never taken (t0 + 8U <= shortest <= longest; the compiler cannot tell) around the
           // slot's loads put them in a basic block of their own, so ptxas neither sinks them to the
           // iteration's end nor hoists them above the slot's last step (whose registers they overwrite):
           // each load issues 32 steps before its use (SASS, cuobjdump). Without them it sank most of the b
           // loads, a few steps ahead: 72% of copy against 84-85% (H200, (4096, 1024)).
-          if (t0 + 4 * U + 4 * u + 1 >= longest) break;
+          if (t0 + G * U + G * u + 1 >= longest) break;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            column[u][j] = load_column<true>(wq + (4 * u + j) * 16);
-            bias[u][j] = __ldg(bq + (4 * u + j) * 4);
+          for (int j = 0; j < G; ++j) {
+            column[u][j] = load_column<true>(wq + (G * u + j) * 16);
+            bias[u][j] = __ldg(bq + (G * u + j) * 4);
           }
-          if (t0 + 4 * U + 4 * u >= longest) break;
+          if (t0 + G * U + G * u >= longest) break;
         }
       }
-    for (; t0 < longest; t0 += 4 * U) {
+    for (; t0 < longest; t0 += G * U) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int t = t0 + 4 * u + j;
+        for (int j = 0; j < G; ++j) {
+          const int t = t0 + G * u + j;
           if (t >= longest) break;  // warp-uniform
           step(u, j, t < length, x_out + index_t(t) * x_step);
         }

@@ -20,8 +20,12 @@
 
 namespace parascan::engine {
 
-/// Groups of 4 steps the register chain walk keeps loading ahead (32 steps: 128 registers a lane).
-constexpr int chain_register_groups = 8;
+/// The register chain walk's ring: slots of CHAIN_STEPS steps, 32 steps loaded ahead (128 registers a lane).
+#ifndef CHAIN_STEPS
+#define CHAIN_STEPS 8
+#endif
+constexpr int chain_register_steps = CHAIN_STEPS;
+constexpr int chain_register_slots = 32 / chain_register_steps;
 
 /// Whether the register chain walk takes a matrix form: 4 x 4 fp32.
 template <class Form>
@@ -30,10 +34,10 @@ constexpr bool chain_registers_fit() {
 }
 
 /// The whole-chain pass (scan, or a reduction when WRITE is false) of the register chain walk: 8 chains a
-/// warp, 4 warps a block. ROWS: later factors multiply on the right (P M).
+/// warp (launch_walk's blocks). ROWS: later factors multiply on the right (P M).
 template <bool WRITE, bool ROWS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<Op, Pack, Outs> a) {
-  constexpr int U = chain_register_groups;
+  constexpr int G = chain_register_steps, U = chain_register_slots;
   // How a lane keeps P. Its line: its stored column r of P (M P; P M prefixes), or its stored row r (P M
   // products). P M prefixes also keep the whole of P in every lane (WHOLE): lane r multiplies it by its own
   // column r of the factor, stores that column of P M by one 16-byte store, and the chain's lanes then
@@ -90,15 +94,15 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
                        (!WRITE || (out_step == 16 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)));
   const auto walk = [&](auto aligned_tag, auto exclusive_tag) {
     constexpr bool ALIGNED = decltype(aligned_tag)::value, EXCLUSIVE = decltype(exclusive_tag)::value;
-    float4 column[U][4];
+    float4 column[U][G];
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) column[u][j] = make_float4(0, 0, 0, 0);
+      for (int j = 0; j < G; ++j) column[u][j] = make_float4(0, 0, 0, 0);
     int loaded = 0;                // steps loaded (the lane's own chain)
     const auto load = [&](int u) {  // the next 4 steps into slot u, tested
 #pragma unroll
-      for (int j = 0; j < 4; ++j, ++loaded)
+      for (int j = 0; j < G; ++j, ++loaded)
         if (loaded < length) column[u][j] = load_column<ALIGNED>(m + index_t(loaded) * m_step);
     };
     // The line written at p: a stored column by one 16-byte store when VECTOR (p aligned).
@@ -164,8 +168,8 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int t = t0 + 4 * u + j;
+        for (int j = 0; j < G; ++j) {
+          const int t = t0 + G * u + j;
           if (t >= longest) break;  // warp-uniform
           const bool take = decltype(first_tag)::value && u == 0 && j == 0 && !from_initial;
           step(u, j, t < length, WRITE ? out + index_t(t) * out_step : nullptr, take);
@@ -176,24 +180,24 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
 #pragma unroll
     for (int u = 0; u < U; ++u) load(u);
     tested(0, std::true_type{});
-    int t0 = 4 * U;
-    if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + 4U .. t0 + 8U - 1) are in
-      for (; t0 + 8 * U <= shortest; t0 += 4 * U, loaded += 4 * U) {
-        const float* mq = m + index_t(t0 + 4 * U) * 16;
+    int t0 = G * U;
+    if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + GU .. t0 + 2GU - 1) are in
+      for (; t0 + 2 * G * U <= shortest; t0 += G * U, loaded += G * U) {
+        const float* mq = m + index_t(t0 + G * U) * 16;
         float* oq = WRITE ? out + index_t(t0) * 16 : nullptr;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) step(u, j, true, WRITE ? oq + (4 * u + j) * 16 : nullptr, false, true);
-          // Never taken (t0 + 8U <= shortest <= longest): the slot's loads in a basic block of their own,
+          for (int j = 0; j < G; ++j) step(u, j, true, WRITE ? oq + (G * u + j) * 16 : nullptr, false, true);
+          // Never taken (t0 + 2GU <= shortest <= longest): the slot's loads in a basic block of their own,
           // 32 steps ahead of their use (as affine_registers.cuh, whose walk ptxas otherwise reordered).
-          if (t0 + 4 * U + 4 * u + 1 >= longest) break;
+          if (t0 + G * U + G * u + 1 >= longest) break;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) column[u][j] = load_column<true>(mq + (4 * u + j) * 16);
-          if (t0 + 4 * U + 4 * u >= longest) break;
+          for (int j = 0; j < G; ++j) column[u][j] = load_column<true>(mq + (G * u + j) * 16);
+          if (t0 + G * U + G * u >= longest) break;
         }
       }
-    for (; t0 < longest; t0 += 4 * U) tested(t0, std::false_type{});
+    for (; t0 < longest; t0 += G * U) tested(t0, std::false_type{});
   };
   walk_instantiated(aligned, a.exclusive, walk);
   if (active && a.final != nullptr) write(reinterpret_cast<float*>(&a.final[s]));
