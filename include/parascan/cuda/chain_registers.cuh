@@ -20,11 +20,11 @@
 
 namespace parascan::engine {
 
-/// The register chain walk's ring: slots of CHAIN_STEPS steps, 32 steps loaded ahead (128 registers a lane).
-#ifndef CHAIN_STEPS
-#define CHAIN_STEPS 8
-#endif
-constexpr int chain_register_steps = CHAIN_STEPS;
+/// The register chain walk's ring: slots of 8 steps, 4 of them (32 steps loaded ahead: 128 registers a
+/// lane), as the affine walk's (affine_registers.cuh). H200, (4096, 1024), three rounds alternated: P M
+/// prefixes 75.8-76.4% of copy a call alone (slots of 4: 73.9-76.4), the product 64.9-66.4% (62.3-64.6);
+/// M P alike (bench/results/h200-ec925df-run.log).
+constexpr int chain_register_steps = 8;
 constexpr int chain_register_slots = 32 / chain_register_steps;
 
 /// Whether the register chain walk takes a matrix form: 4 x 4 fp32.
