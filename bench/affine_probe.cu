@@ -6,7 +6,9 @@
 // walk's staging (cuda/affine.cuh) built against copies of the headers.
 //
 // Usage: parascan_affine_probe [B_TIMES_N [T]] (default 16384 1024); PROBE_PAD=p in the environment places
-// the sequences T + p elements apart (the bench's are T apart).
+// the sequences T + p elements apart (the bench's are T apart); PROBE_FLUSH=memset flushes the L2 before
+// each timed run of the copy and of a call alone as the bench does (a 256 MiB memset, whose dirty lines
+// the timed run writes back), PROBE_FLUSH=read by reading 256 MiB (clean lines); unset, nothing.
 #include <parascan/cuda.cuh>
 #include <parascan/ops/affine_recurrence.hpp>
 
@@ -18,11 +20,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "event_timer.cuh"
 
 using index_t = parascan::index_t;
+
+/// What PROBE_FLUSH asks for before each timed run (see the usage above).
+__global__ void read_flush(const float4* p, std::size_t n, float* sink) {
+  float acc = 0;
+  for (std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; k < n; k += std::size_t(gridDim.x) * blockDim.x)
+    acc += p[k].x + p[k].w;
+  if (acc == 12345.f) *sink = acc;  // never: keeps the loads
+}
+void flush_l2(int) {
+  static const char* mode = std::getenv("PROBE_FLUSH");
+  static void* buffer = nullptr;
+  constexpr std::size_t bytes = std::size_t(256) << 20;
+  if (mode == nullptr) return;
+  if (buffer == nullptr) cudaMalloc(&buffer, bytes + 16);
+  if (std::string(mode) == "memset")
+    cudaMemsetAsync(buffer, 1, bytes);
+  else
+    read_flush<<<1024, 256>>>(static_cast<const float4*>(buffer), bytes / 16,
+                              reinterpret_cast<float*>(static_cast<char*>(buffer) + bytes));
+}
 
 template <int N>
 bool probe(index_t BN, index_t T) {
@@ -75,8 +98,9 @@ bool probe(index_t BN, index_t T) {
   cudaMalloc(&dst, bytes / 2);
   cudaMemset(src, 0, bytes / 2);
   const auto median_ms = [](auto&& f) { return bench::median_event_ms(f, 21, 2, [](int) {}, bench::check_or_exit); };
-  const double copy = median_ms([&] { cudaMemcpyAsync(dst, src, bytes / 2, cudaMemcpyDeviceToDevice); });
-  const double ms = median_ms(call);
+  const auto flushed_ms = [](auto&& f) { return bench::median_event_ms(f, 21, 2, flush_l2, bench::check_or_exit); };
+  const double copy = flushed_ms([&] { cudaMemcpyAsync(dst, src, bytes / 2, cudaMemcpyDeviceToDevice); });
+  const double ms = flushed_ms(call);
   const double back_to_back = median_ms([&] {  // 20 calls between the events: the host's time hidden
     for (int rep = 0; rep < 20; ++rep) call();
   }) / 20;

@@ -94,7 +94,7 @@ struct affine_layout {
   static constexpr int RV = W_ROWS ? widest_vector(N, V) : 1;  // scalars a read of a W row takes
 };
 
-/// The walk's warp: its index in the grid (launch_walk's blocks hold 1 to 4 warps).
+/// The walk's warp: its index in the grid (launch_walk's blocks hold walk_block_warps).
 __device__ __forceinline__ index_t walk_warp() {
   return index_t(blockIdx.x) * (blockDim.x / warp_threads) + threadIdx.x / warp_threads;
 }
@@ -352,8 +352,8 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
                                                                  "parascan affine_register_kernel");
       if (log_plans())
         log_walk(WRITE, shape, "sequences",
-                 "affine in time from registers, 4 lanes a sequence, " + std::to_string(affine_register_steps * affine_register_slots) +
-                     " steps ahead");
+                 "affine in time from registers, 4 lanes a sequence, " +
+                     std::to_string(affine_register_steps * affine_register_slots) + " steps ahead");
     } else {
       launch_walk<affine_kernel<form, w_rows, WRITE, Op, Pack, Outs>>(
           X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan affine_kernel");

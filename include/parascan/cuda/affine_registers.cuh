@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
 #pragma unroll
       for (int j = 0; j < G; ++j) column[u][j] = make_float4(0, 0, 0, 0), bias[u][j] = 0;
     int loaded = 0;                // steps loaded (the lane's own sequence)
-    const auto load = [&](int u) {  // the next 4 steps into slot u, tested
+    const auto load = [&](int u) {  // the next G steps into slot u, tested
 #pragma unroll
       for (int j = 0; j < G; ++j, ++loaded)
         if (loaded < length) {

@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
 #pragma unroll
       for (int j = 0; j < G; ++j) column[u][j] = make_float4(0, 0, 0, 0);
     int loaded = 0;                // steps loaded (the lane's own chain)
-    const auto load = [&](int u) {  // the next 4 steps into slot u, tested
+    const auto load = [&](int u) {  // the next G steps into slot u, tested
 #pragma unroll
       for (int j = 0; j < G; ++j, ++loaded)
         if (loaded < length) column[u][j] = load_column<ALIGNED>(m + index_t(loaded) * m_step);
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
       for (int k = 0; k < 4; ++k) line[k] = next[k];
       if (WRITE && !EXCLUSIVE) put(at, vector);
     };
-    // Tested: one iteration of U groups from step t0 (loads of the groups after it, tested).
+    // Tested: one iteration of U slots from step t0 (loads of the slots after it, tested).
     const auto tested = [&](int t0, auto first_tag) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {

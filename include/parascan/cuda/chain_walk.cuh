@@ -235,8 +235,8 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
           0, warps, a, stream, "parascan chain_register_kernel");
       if (log_plans())
         log_walk(WRITE, shape, "chains",
-                 "chain walk from registers, 4 lanes a chain, " + std::to_string(chain_register_steps * chain_register_slots) +
-                     " steps ahead");
+                 "chain walk from registers, 4 lanes a chain, " +
+                     std::to_string(chain_register_steps * chain_register_slots) + " steps ahead");
     } else {
       launch_walk<chain_walk_kernel<form, WRITE, Op, Pack, Outs>>(
           X::warp_scalars * int(sizeof(typename form::scalar)), warps, a, stream, "parascan chain_walk_kernel");
