@@ -177,6 +177,22 @@ constexpr bool runs_product_blocks(const batch_shape& shape, index_t resident_wa
   return shape.max_length <= 4 * tile && 2 * shape.count * block_warps <= resident_warps;
 }
 
+/// Walks in time (cuda/affine.cuh, cuda/chain_walk.cuh) need enough warps a multiprocessor, counted in
+/// quarters: each warp walks its sequences to their end alone, so few warps leave the device waiting. Two
+/// warps a multiprocessor by default; 8 x 8 chain prefixes under warp_product from 1.75, where the walk
+/// overtakes the matrix strategy's segments (H200, (B, 1024) chains: B = 1024, 1.9 warps, 54% of copy
+/// walked against 45%; B = 768, 1.45 warps, 42% walked; B = 512 29% against 46%).
+constexpr int walk_quarter_warps = 8;
+constexpr int walk_quarter_warps_8x8_prefix = 7;
+
+/// Whether a walk in time takes a batch of `shape` that fills `warps` warps: at least `quarter_warps` / 4
+/// of them a multiprocessor, and sequences of fewer than 2^31 steps (the walks count steps in 32 bits).
+constexpr bool runs_walk(const batch_shape& shape, index_t warps, int multiprocessors,
+                         int quarter_warps = walk_quarter_warps) {
+  return 4 * warps >= index_t(quarter_warps) * multiprocessors &&
+         shape.max_length <= std::numeric_limits<int>::max();
+}
+
 /// Whether a prefix scan of `shape` planned as `plan` runs the single-pass look-back (cuda/lookback.cuh)
 /// on tiles of `lookback_tile` steps rather than reduce-then-scan: it splits its sequences (few long
 /// ones), not ragged; its groups hold consecutive steps of one sequence (warp or block groups); its state

@@ -448,3 +448,23 @@ TEST_CASE("plan: described in one line (what PARASCAN_LOG=1 prints)") {
   CHECK(text.find("tile=128") != std::string::npos);
   CHECK(text.find("splits=" + std::to_string(plan.splits)) != std::string::npos);
 }
+
+TEST_CASE("plan: walks in time take batches of at least two warps a multiprocessor (8x8 prefixes 1.75)") {
+  using parascan::runs_walk;
+  // (4096, 1024) 4 x 4 sequences or chains, 8 a warp: 512 warps, 3.9 a multiprocessor.
+  CHECK(runs_walk(batch_shape{4096, 1024, false}, 512, h200_sms));
+  // Two warps a multiprocessor exactly, and one warp fewer.
+  CHECK(runs_walk(batch_shape{2112, 1024, false}, 264, h200_sms));
+  CHECK(!runs_walk(batch_shape{2104, 1024, false}, 263, h200_sms));
+  // 8 x 8 prefixes under warp_product: (1024, 1024) chains, 4 a warp, 256 warps (1.94 a multiprocessor)
+  // walk; (768, 1024), 192 warps (1.45), do not; the default threshold would refuse the first.
+  const int q8 = parascan::walk_quarter_warps_8x8_prefix;
+  CHECK(runs_walk(batch_shape{1024, 1024, false}, 256, h200_sms, q8));
+  CHECK(!runs_walk(batch_shape{768, 1024, false}, 192, h200_sms, q8));
+  CHECK(runs_walk(batch_shape{924, 1024, false}, 231, h200_sms, q8));
+  CHECK(!runs_walk(batch_shape{920, 1024, false}, 230, h200_sms, q8));
+  CHECK(!runs_walk(batch_shape{1024, 1024, false}, 256, h200_sms));
+  // Sequences of 2^31 steps or more: the walks count steps in 32 bits.
+  CHECK(runs_walk(batch_shape{4096, (index_t(1) << 31) - 1, false}, 512, h200_sms));
+  CHECK(!runs_walk(batch_shape{4096, index_t(1) << 31, false}, 512, h200_sms));
+}

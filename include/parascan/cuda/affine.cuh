@@ -344,9 +344,7 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
     constexpr bool w_rows = std::remove_const_t<typename std::decay_t<decltype(a.in.head)>::element_type>::IsRowMajor;
     using X = affine_layout<form, w_rows>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
-    if (a.final_states != nullptr || warps < 2 * index_t(multiprocessors()) ||
-        shape.max_length > std::numeric_limits<int>::max())
-      return false;
+    if (a.final_states != nullptr || !runs_walk(shape, warps, multiprocessors())) return false;
     if constexpr (affine_registers_fit<form, w_rows>()) {
       launch_walk<affine_register_kernel<WRITE, Op, Pack, Outs>>(0, warps, a, stream,
                                                                  "parascan affine_register_kernel");

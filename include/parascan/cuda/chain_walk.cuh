@@ -217,19 +217,17 @@ bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& sh
     return false;
   } else if constexpr (warp_product && !(WRITE && matrix_form<Op>::size == 8)) {
     // Under warp_product (the default from 6 x 6 up) only 8 x 8 prefixes walk, from 1.75 warps a
-    // multiprocessor. H200, bench/chain_walk_probe.cu, (B, 1024) chains: at B = 1024 (256 warps, 1.9 a
-    // multiprocessor) the walk read 54% of copy where the matrix strategy's segments (fold, carry,
-    // rescan: the factors read twice) read 45%; at B = 768 the walk 42%, at B = 512 29% against 46%; the
-    // products walked 26% against 53%. Larger sizes were not measured walked.
+    // multiprocessor (plan.hpp's walk_quarter_warps_8x8_prefix). H200, bench/chain_walk_probe.cu, (B, 1024)
+    // chains: at B = 1024 (256 warps, 1.9 a multiprocessor) the walk read 54% of copy where the matrix
+    // strategy's segments (fold, carry, rescan: the factors read twice) read 45%; the products walked 26%
+    // against 53%. Larger sizes were not measured walked.
     return false;
   } else {
     using form = matrix_form<Op>;
     using X = chain_walk_layout<form>;
     const index_t warps = (shape.count + X::per_warp - 1) / X::per_warp;
-    const index_t sms = multiprocessors();
-    if (a.final_states != nullptr || (warp_product ? 4 * warps < 7 * sms : warps < 2 * sms) ||
-        shape.max_length > std::numeric_limits<int>::max())
-      return false;
+    const int quarter_warps = warp_product ? walk_quarter_warps_8x8_prefix : walk_quarter_warps;
+    if (a.final_states != nullptr || !runs_walk(shape, warps, multiprocessors(), quarter_warps)) return false;
     if constexpr (chain_registers_fit<form>()) {
       launch_walk<chain_register_kernel<WRITE, form::later_on_right, Op, Pack, Outs>>(
           0, warps, a, stream, "parascan chain_register_kernel");
