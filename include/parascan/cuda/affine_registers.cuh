@@ -32,6 +32,49 @@ __device__ __forceinline__ float4 load_column(const float* c) {
     return make_float4(c[0], c[1], c[2], c[3]);
 }
 
+/// The ring of a register walk (this file's and chain_registers.cuh's): U slots of G steps, each refilled
+/// right after its steps are taken, so every step is loaded G U steps before its use.
+///
+/// The untested loop, from step t0 while a whole iteration's loads (steps t0 + GU .. t0 + 2GU - 1) lie
+/// before `shortest` (no lane's sequence ends there): slot by slot, `steps(t0, u)` takes slot u's G steps
+/// (t0 + G u ..), and `reload(t0 + G U, u)` loads the steps G U later into it (one base step an iteration:
+/// each slot's addresses are fixed offsets from one pointer). Branches never taken (t0 + 2GU <= shortest
+/// <= longest; the compiler cannot tell) around each reload put its loads in a basic block of their own,
+/// so ptxas neither sinks them to the iteration's end nor hoists them above the slot's last step (whose
+/// registers they overwrite): each load issues G U steps before its use (SASS, cuobjdump). Without them it
+/// sank most of the affine walk's b loads, a few steps ahead: 72% of copy against 84-85% (H200, (4096,
+/// 1024)). `loaded` advances with t0; returns the step where the loop stopped.
+template <int G, int U, class Steps, class Reload>
+__device__ __forceinline__ int untested_ring(int t0, int shortest, int longest, int& loaded, const Steps& steps,
+                                             const Reload& reload) {
+  for (; t0 + 2 * G * U <= shortest; t0 += G * U, loaded += G * U) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      steps(t0, u);
+      if (t0 + G * U + G * u + 1 >= longest) break;
+      reload(t0 + G * U, u);
+      if (t0 + G * U + G * u >= longest) break;
+    }
+  }
+  return t0;
+}
+
+/// One tested iteration of a ring from step t0 (t0 < longest): slot by slot, `step(u, j, t)` for its steps
+/// before the warp's `longest`, then `load(u)` (the slot's next steps, each tested against its sequence).
+template <int G, int U, class Step, class Load>
+__device__ __forceinline__ void tested_ring(int t0, int longest, const Step& step, const Load& load) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      const int t = t0 + G * u + j;
+      if (t >= longest) break;  // warp-uniform
+      step(u, j, t);
+    }
+    load(u);
+  }
+}
+
 /// Whether the register walk takes an affine form: 4 x 4 fp32, W column-major.
 template <class Form, bool W_ROWS>
 constexpr bool affine_registers_fit() {
@@ -114,41 +157,24 @@ __global__ void __launch_bounds__(128) affine_register_kernel(const segment_args
 #pragma unroll
     for (int u = 0; u < U; ++u) load(u);
     int t0 = 0;
-    if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + 4U .. t0 + 8U - 1) are in
-      for (; t0 + 2 * G * U <= shortest; t0 += G * U, loaded += G * U) {
-        const float* wq = w + index_t(t0 + G * U) * 16;
-        const float* bq = b + index_t(t0 + G * U) * 4;
-        float* xq = x_out + index_t(t0) * 4;
+    if (ALIGNED && contiguous)  // contiguous: step t's operands and output at fixed offsets
+      t0 = untested_ring<G, U>(
+          t0, shortest, longest, loaded,
+          [&](int t, int u) {
+            float* const xq = x_out + index_t(t) * 4;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
+            for (int j = 0; j < G; ++j) step(u, j, true, xq + (G * u + j) * 4);
+          },
+          [&](int t, int u) {
+            const float *const wq = w + index_t(t) * 16, *const bq = b + index_t(t) * 4;
 #pragma unroll
-          for (int j = 0; j < G; ++j) step(u, j, true, xq + (G * u + j) * 4);
-          // Branches never taken (t0 + 8U <= shortest <= longest; the compiler cannot tell) around the
-          // slot's loads put them in a basic block of their own, so ptxas neither sinks them to the
-          // iteration's end nor hoists them above the slot's last step (whose registers they overwrite):
-          // each load issues 32 steps before its use (SASS, cuobjdump). Without them it sank most of the b
-          // loads, a few steps ahead: 72% of copy against 84-85% (H200, (4096, 1024)).
-          if (t0 + G * U + G * u + 1 >= longest) break;
-#pragma unroll
-          for (int j = 0; j < G; ++j) {
-            column[u][j] = load_column<true>(wq + (G * u + j) * 16);
-            bias[u][j] = __ldg(bq + (G * u + j) * 4);
-          }
-          if (t0 + G * U + G * u >= longest) break;
-        }
-      }
-    for (; t0 < longest; t0 += G * U) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-#pragma unroll
-        for (int j = 0; j < G; ++j) {
-          const int t = t0 + G * u + j;
-          if (t >= longest) break;  // warp-uniform
-          step(u, j, t < length, x_out + index_t(t) * x_step);
-        }
-        load(u);
-      }
-    }
+            for (int j = 0; j < G; ++j) {
+              column[u][j] = load_column<true>(wq + (G * u + j) * 16);
+              bias[u][j] = __ldg(bq + (G * u + j) * 4);
+            }
+          });
+    const auto tested_step = [&](int u, int j, int t) { step(u, j, t < length, x_out + index_t(t) * x_step); };
+    for (; t0 < longest; t0 += G * U) tested_ring<G, U>(t0, longest, tested_step, load);
   };
   walk_instantiated(aligned, a.exclusive, walk);
   if (active && a.final != nullptr) reinterpret_cast<float*>(&a.final[s])[i] = x;

@@ -163,40 +163,34 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
       for (int k = 0; k < 4; ++k) line[k] = next[k];
       if (WRITE && !EXCLUSIVE) put(at, vector);
     };
-    // Tested: one iteration of U slots from step t0 (loads of the slots after it, tested).
+    // Tested: one iteration of U slots from step t0 (loads of the slots after it, tested); FIRST: the
+    // chain's first iteration, whose step 0 takes its first factor as it is (no initial matrix).
     const auto tested = [&](int t0, auto first_tag) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-#pragma unroll
-        for (int j = 0; j < G; ++j) {
-          const int t = t0 + G * u + j;
-          if (t >= longest) break;  // warp-uniform
-          const bool take = decltype(first_tag)::value && u == 0 && j == 0 && !from_initial;
-          step(u, j, t < length, WRITE ? out + index_t(t) * out_step : nullptr, take);
-        }
-        load(u);
-      }
+      tested_ring<G, U>(
+          t0, longest,
+          [&](int u, int j, int t) {
+            const bool take = decltype(first_tag)::value && u == 0 && j == 0 && !from_initial;
+            step(u, j, t < length, WRITE ? out + index_t(t) * out_step : nullptr, take);
+          },
+          load);
     };
 #pragma unroll
     for (int u = 0; u < U; ++u) load(u);
     tested(0, std::true_type{});
     int t0 = G * U;
-    if (ALIGNED && contiguous)  // untested while this iteration's loads (steps t0 + GU .. t0 + 2GU - 1) are in
-      for (; t0 + 2 * G * U <= shortest; t0 += G * U, loaded += G * U) {
-        const float* mq = m + index_t(t0 + G * U) * 16;
-        float* oq = WRITE ? out + index_t(t0) * 16 : nullptr;
+    if (ALIGNED && contiguous)  // contiguous: step t's factor and output at fixed offsets
+      t0 = untested_ring<G, U>(
+          t0, shortest, longest, loaded,
+          [&](int t, int u) {
+            float* const oq = WRITE ? out + index_t(t) * 16 : nullptr;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
+            for (int j = 0; j < G; ++j) step(u, j, true, WRITE ? oq + (G * u + j) * 16 : nullptr, false, true);
+          },
+          [&](int t, int u) {
+            const float* const mq = m + index_t(t) * 16;
 #pragma unroll
-          for (int j = 0; j < G; ++j) step(u, j, true, WRITE ? oq + (G * u + j) * 16 : nullptr, false, true);
-          // Never taken (t0 + 2GU <= shortest <= longest): the slot's loads in a basic block of their own,
-          // 32 steps ahead of their use (as affine_registers.cuh, whose walk ptxas otherwise reordered).
-          if (t0 + G * U + G * u + 1 >= longest) break;
-#pragma unroll
-          for (int j = 0; j < G; ++j) column[u][j] = load_column<true>(mq + (G * u + j) * 16);
-          if (t0 + G * U + G * u >= longest) break;
-        }
-      }
+            for (int j = 0; j < G; ++j) column[u][j] = load_column<true>(mq + (G * u + j) * 16);
+          });
     for (; t0 < longest; t0 += G * U) tested(t0, std::false_type{});
   };
   walk_instantiated(aligned, a.exclusive, walk);
