@@ -8,7 +8,10 @@
 //    slice (a few whole sequences: the first, one in the middle, the last; a whole long sequence is
 //    streamed through in chunks); a wrong result prints FAIL with its largest error and is not timed;
 //  - timing: CUDA events around one call, median of --runs (default 20) runs after --warmup (default 3)
-//    untimed calls, L2 flushed by a 256 MiB memset before every run;
+//    untimed calls, L2 flushed before every run: by a 256 MiB memset (--flush write, the default, as
+//    triton.testing.do_bench), which leaves up to an L2 of dirty lines that the timed call writes back, or
+//    by a read of 256 MiB (--flush read: clean lines; the copy floor's 4 GiB hardly feel the difference,
+//    a 400 MB case about 3.5%);
 //  - effective GB/s counts the fewest bytes the case must move (each input read once, each output
 //    written once), and "% copy" divides it by the copy floor: the fastest of several copy kernels
 //    (16-byte grid-stride loops, several launch shapes, and cudaMemcpyAsync) on 2 GiB, read + write.
@@ -29,7 +32,7 @@
 // -DPARASCAN_BUILD_SWEEPS=ON.
 //
 // Usage: parascan_bench_cuda [--quick] [--filter SUBSTR] [--json FILE] [--commit SHA] [--sweep]
-//                            [--runs N] [--warmup N] [--list]
+//                            [--runs N] [--warmup N] [--flush write|read] [--list]
 // JSON: one object per case (and per copy kernel, impl "copy"): impl, case, op, dtype, layout, shape, T,
 // sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, device, commit, status
 // ("ok", "FAIL", "skipped"), and policy / note where they apply. bench/plot.py reads it.
@@ -253,6 +256,14 @@ __global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ 
   for (; i < n4; i += stride) out[i] = in[i];
 }
 
+/// --flush read: every line of the flush buffer read once (clean lines, nothing left to write back).
+__global__ void read_flush_kernel(const float4* __restrict__ p, std::size_t n4, float* sink) {
+  float acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += std::size_t(gridDim.x) * blockDim.x)
+    acc += p[i].x;
+  if (acc == 1234.5f) *sink = acc;  // never (the buffer is zero): keeps the loads
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Records, settings, the timer.
 
@@ -277,7 +288,7 @@ struct record {
 };
 
 struct settings {
-  bool quick = false, sweep = false, list = false;
+  bool quick = false, sweep = false, list = false, read_flush = false;
   std::string filter, json, commit = "unknown";
   int runs = 20, warmup = 3;
 };
@@ -288,14 +299,23 @@ struct context {
   int sms = 0;
   double copy_gbs = 0;
   std::vector<record> records;
-  std::unique_ptr<device_array<char>> flush;    // 256 MiB, memset before every timed run
+  std::unique_ptr<device_array<char>> flush;    // 256 MiB, written or read before every timed run
   std::unique_ptr<device_array<char>> staging;  // slices downloaded for the checks
 
   /// Median milliseconds of opt.runs timed calls after opt.warmup untimed ones, L2 flushed before each.
   double median_ms(const std::function<void()>& f, int runs = 0) {
     return bench::median_event_ms(
         f, runs > 0 ? runs : opt.runs, opt.warmup,
-        [&](int i) { check(cudaMemsetAsync(flush->p, i & 0xff, flush->n), "L2 flush"); }, check);
+        [&](int i) {
+          if (opt.read_flush) {
+            read_flush_kernel<<<sms * 8, 256>>>(reinterpret_cast<const float4*>(flush->p), flush->n / 16 - 1,
+                                                reinterpret_cast<float*>(flush->p + flush->n - 16));
+            check(cudaGetLastError(), "L2 flush");
+          } else {
+            check(cudaMemsetAsync(flush->p, i & 0xff, flush->n), "L2 flush");
+          }
+        },
+        check);
   }
 };
 
@@ -329,7 +349,7 @@ void write_json(const context& ctx) {
       << ", \"fraction_of_copy\": " << json_number(r.fraction) << ", \"copy_gbs\": " << json_number(ctx.copy_gbs)
       << ", \"max_error\": " << json_number(r.max_error) << ", \"tolerance\": " << json_number(r.tolerance)
       << ", \"device\": \"" << json_escape(ctx.device) << "\", \"commit\": \"" << json_escape(ctx.opt.commit)
-      << "\", \"status\": \"" << r.status << "\"";
+      << "\", \"flush\": \"" << (ctx.opt.read_flush ? "read" : "write") << "\", \"status\": \"" << r.status << "\"";
     if (!r.policy.empty()) f << ", \"policy\": \"" << json_escape(r.policy) << "\"";
     if (std::isfinite(r.flops) && std::isfinite(r.ms)) f << ", \"tflops\": " << json_number(r.flops / r.ms / 1e9);
     if (!r.note.empty()) f << ", \"note\": \"" << json_escape(r.note) << "\"";
@@ -1672,6 +1692,8 @@ void usage() {
       "  --commit SHA     the commit field of the JSON (default: $COMMIT, else \"unknown\")\n"
       "  --sweep          add the policy sweep (explicit cuda_policy variants)\n"
       "  --runs N         timed runs per case (default 20); --warmup N untimed calls first (default 3)\n"
+      "  --flush MODE     how the L2 is flushed before each run: write (a 256 MiB memset; the default, or\n"
+      "                   $BENCH_FLUSH) or read (a read of 256 MiB)\n"
       "  --list           print the labels of the selected cases and exit (needs no GPU)\n");
 }
 
@@ -1698,6 +1720,7 @@ double small_call_us() {
 int main(int argc, char** argv) {
   context ctx;
   if (const char* c = std::getenv("COMMIT")) ctx.opt.commit = c;
+  std::string flush = std::getenv("BENCH_FLUSH") ? std::getenv("BENCH_FLUSH") : "write";  // as peers.py
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&]() -> std::string {
@@ -1715,6 +1738,7 @@ int main(int argc, char** argv) {
     else if (a == "--commit") ctx.opt.commit = value();
     else if (a == "--runs") ctx.opt.runs = std::max(1, std::atoi(value().c_str()));
     else if (a == "--warmup") ctx.opt.warmup = std::max(0, std::atoi(value().c_str()));
+    else if (a == "--flush") flush = value();
     else if (a == "-h" || a == "--help") return usage(), 0;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -1722,6 +1746,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+
+  if (flush != "write" && flush != "read") {
+    std::fprintf(stderr, "--flush (or BENCH_FLUSH): write or read, not %s\n", flush.c_str());
+    return 2;
+  }
+  ctx.opt.read_flush = flush == "read";
 
   std::vector<bench_case> cases;
   for (bench_case& c : make_cases(ctx.opt.sweep)) {
@@ -1751,12 +1781,13 @@ int main(int argc, char** argv) {
   cudaRuntimeGetVersion(&runtime), cudaDriverGetVersion(&driver);
   std::printf("device: %s, %d SMs, %.1f GiB, CUDA runtime %d, driver %d, commit %s\n", prop.name,
               prop.multiProcessorCount, double(prop.totalGlobalMem) / (1 << 30), runtime, driver, ctx.opt.commit.c_str());
-  std::printf("rules: median of %d runs after %d warm-up calls, CUDA events, 256 MiB L2 flush before each run; "
+  std::printf("rules: median of %d runs after %d warm-up calls, CUDA events, 256 MiB L2 flush (%s) before each run; "
               "each case checked once against an fp64 reference on a slice\n\n",
-              ctx.opt.runs, ctx.opt.warmup);
+              ctx.opt.runs, ctx.opt.warmup, ctx.opt.read_flush ? "read" : "memset");
   int failures = 0;
   try {
     ctx.flush = std::make_unique<device_array<char>>(std::size_t(256) << 20);
+    check(cudaMemset(ctx.flush->p, 0, ctx.flush->n), "L2 flush buffer");
     ctx.staging = std::make_unique<device_array<char>>(std::size_t(64) << 20);
     measure_copy_floor(ctx);
     std::printf("small calls: (4, 64) fp32 linear_recurrence on cuda{}: %.2f us of host time a call (mean of 20000 "

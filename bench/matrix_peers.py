@@ -9,7 +9,8 @@ over (B, 1024) chains of N x N fp32 matrices, 2^26 floats in all, and the produc
 N = 2, 4, 8, 16, 32; and the runtime-size cases (one chain of 1024 for the prefix, of 1000 for the product,
 N = 64 .. 1024, fp32 exact and with TF32 allowed, as parascan's cuBLAS path). Inputs are random orthogonal matrices (QR of Gaussian ones); results are checked
 against a sequential fp64 product of one chain (FAIL is recorded, not timed). Timing as peers.py: CUDA
-events, median of --runs after --warmup, a 256 MiB buffer rewritten before each run (L2 flush).
+events, median of --runs after --warmup, a 256 MiB buffer rewritten before each run (L2 flush; BENCH_FLUSH=read
+reads it instead).
 
     python3 bench/matrix_peers.py [--json FILE] [--commit SHA] [--copy-gbs GBS] [--runs N] [--warmup N] [--filter TEXT]
 
@@ -23,7 +24,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import median_ms  # noqa: E402  (the same timing rules as peers.py)
+from peers import FLUSH, median_ms  # noqa: E402  (the same timing rules as peers.py)
 
 SIZES = (2, 4, 8, 16, 32)
 RUNTIME_SIZES = (64, 128, 256, 512, 1024)
@@ -128,7 +129,7 @@ def main(argv=None):
     torch.backends.cuda.matmul.allow_tf32 = False
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(records, f, indent=1)
+            json.dump([dict(r, flush=FLUSH) for r in records], f, indent=1)
     return 1 if any(r["status"] == "FAIL" for r in records) else 0
 
 

@@ -6,7 +6,8 @@ Rules, for every case: random inputs (gates in [0.9, 1), tokens in [-1, 1), neve
 NaN-poisoned output checked against an fp64 sequential reference on a slice (three whole sequences),
 error relative to S[t] = |a[t]| S[t-1] + |b[t]| (the size of the terms that make x[t]); a wrong result is
 recorded as FAIL and not timed; then CUDA events around one call, median of --runs (20) runs after
---warmup (3) calls, L2 flushed by a 256 MiB memset before each run. Bytes: each input read once, each
+--warmup (3) calls, L2 flushed by a 256 MiB memset before each run (BENCH_FLUSH=read: by a read of 256 MiB,
+which leaves no dirty lines for the timed call to write back; as parascan_bench_cuda --flush). Bytes: each input read once, each
 output written once (fp32 12 bytes a step, bf16 6, complex64 24). fraction_of_copy divides the effective
 GB/s by the copy floor: --copy-gbs (the C++ bench's figure from the same run) when given, else the
 fastest torch copy (clone and copy_ of a 2 GiB tensor) measured here.
@@ -142,15 +143,24 @@ def child_result(obj):
     print("RESULT " + json.dumps(obj), flush=True)
 
 
+FLUSH = os.environ.get("BENCH_FLUSH", "write")  # how the L2 is flushed before each timed run: write | read
+
+
 def median_ms(torch, fn, runs, warmup):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    if FLUSH not in ("write", "read"):
+        raise SystemExit("BENCH_FLUSH: write or read, not %r" % FLUSH)
+    flush = torch.zeros(256 << 20, dtype=torch.uint8, device="cuda")
+    flush_words = flush.view(torch.int32)
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for i in range(runs):
-        flush.fill_(i & 0xFF)
+        if FLUSH == "read":
+            flush_words.max()  # reads every line; leaves them clean
+        else:
+            flush.fill_(i & 0xFF)
         start.record()
         fn()
         stop.record()
@@ -412,7 +422,7 @@ def write_json(path, records):
     if not path:
         return
     with open(path, "w") as f:
-        json.dump(records, f, indent=1)
+        json.dump([dict(r, flush=FLUSH) for r in records], f, indent=1)
         f.write("\n")
 
 
