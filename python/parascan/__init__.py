@@ -418,33 +418,37 @@ def _right_to_left(order):
 
 
 def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
-                 return_final=False, out=None, threads=0, stream=None):
+                 return_final=False, out=None, threads=0, stream=None, math="exact"):
     """Cumulative products P[t] = M[0] @ ... @ M[t] (order 'left_to_right') or M[t] @ ... @ M[0]
-    ('right_to_left') of matrices of shape (..., T, ..., N, N); ``initial``: the product before the first
-    (per sequence, or one matrix for all)."""
+    ('right_to_left') of matrices of shape (..., T, ..., N, N), float32 or float64, any N (2, 3, 4, 8 and
+    16 run fixed-size kernels; other sizes the runtime-size chains: cuBLAS on the GPU, Eigen on the host);
+    ``initial``: the product before the first (per sequence, or one matrix for all). ``math``: 'exact', or
+    'tf32' / 'bf16' to multiply float32 matrices on the GPU's tensor cores (through cuBLAS, any N; the
+    host computes exactly)."""
     matrices = _as_array(matrices)
     P = _empty_like(matrices) if out is None else out
     per_sequence, dim = _element_batch(P, dim, 2)
     final = _empty_like(P, per_sequence) if return_final else None
     _ext.matrix_chain(matrices, P, None, dim, _per_sequence(initial, P, per_sequence, "initial"), final, reverse,
-                      exclusive, _right_to_left(order), threads, _stream(matrices, stream))
+                      exclusive, _right_to_left(order), threads, _stream(matrices, stream), math)
     return (P, final) if return_final else P
 
 
 def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0,
-                         stream=None):
-    """The whole product of every sequence of matrices (shape: the batch + (N, N))."""
+                         stream=None, math="exact"):
+    """The whole product of every sequence of matrices (shape: the batch + (N, N)); N and ``math`` as in
+    matrix_chain."""
     matrices = _as_array(matrices)
     per_sequence, dim = _element_batch(matrices, dim, 2)
     result = _empty_like(matrices, per_sequence)
     _ext.matrix_chain(matrices, None, result, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
-                      None, reverse, False, _right_to_left(order), threads, _stream(matrices, stream))
+                      None, reverse, False, _right_to_left(order), threads, _stream(matrices, stream), math)
     return result
 
 
 def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=None, reverse=False,
                           order="left_to_right", grad_final=None, return_grad_initial=False, threads=0,
-                          stream=None):
+                          stream=None, math="exact"):
     """dL/dM of P = matrix_chain(M, dim, initial, reverse, order=...) from M, the products P and
     grad_products = dL/dP (and dL/dinitial with ``return_grad_initial``). One reverse scan."""
     matrices, products, grad_products = _as_array(matrices), _as_array(products), _as_array(grad_products)
@@ -454,12 +458,12 @@ def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=Non
     _ext.matrix_chain_backward(matrices, products, grad_products, grad_matrices, dim,
                                _per_sequence(initial, matrices, per_sequence, "initial"),
                                _per_sequence(grad_final, matrices, per_sequence, "grad_final"), grad_initial,
-                               reverse, _right_to_left(order), threads, _stream(matrices, stream))
+                               reverse, _right_to_left(order), threads, _stream(matrices, stream), math)
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
 
 
 def matrix_chain_product_backward(matrices, grad_result, dim=-1, initial=None, reverse=False, order="left_to_right",
-                                  return_grad_initial=False, threads=0, stream=None):
+                                  return_grad_initial=False, threads=0, stream=None, math="exact"):
     """dL/dM of R = matrix_chain_product(M, dim, initial, reverse, order=...) from M and grad_result = dL/dR
     (batch shape + (N, N)); and dL/dinitial with ``return_grad_initial``. Two passes: the products before
     each step, then a reverse scan."""
@@ -470,7 +474,7 @@ def matrix_chain_product_backward(matrices, grad_result, dim=-1, initial=None, r
     _ext.matrix_chain_product_backward(matrices, _per_sequence(grad_result, matrices, per_sequence, "grad_result"),
                                        grad_matrices, dim, _per_sequence(initial, matrices, per_sequence, "initial"),
                                        grad_initial, reverse, _right_to_left(order), threads,
-                                       _stream(matrices, stream))
+                                       _stream(matrices, stream), math)
     return (grad_matrices, grad_initial) if return_grad_initial else grad_matrices
 
 

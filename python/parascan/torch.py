@@ -499,10 +499,21 @@ def signed_log_linear_recurrence(log_gates: torch.Tensor, tokens: torch.Tensor, 
     return _call(_signed_log_linear, _SignedLogLinearRecurrence, log_gates, tokens, initial, dim, reverse)
 
 
-def _matrix_chain_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
+def _workspace(t: torch.Tensor):
+    """Temporary device memory for the runtime-size chains from PyTorch's caching allocator (on t's device and
+    the current stream, the call's): their workspace, gigabytes at N = 1024, would otherwise be mapped afresh
+    by parascan's own pool on every call. None for CPU tensors."""
+    if not t.is_cuda:
+        return None
+    device = t.device
+    return lambda nbytes: torch.empty(nbytes, dtype=torch.uint8, device=device)
+
+
+def _matrix_chain_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool,
+                       math: str) -> torch.Tensor:
     products = torch.empty_like(matrices, memory_format=torch.contiguous_format)
     _ext.matrix_chain(_host(matrices), products, None, dim, None, None, reverse, False, right_to_left, 0,
-                      _stream(matrices))
+                      _stream(matrices), math, _workspace(matrices))
     return products
 
 
@@ -510,15 +521,16 @@ _matrix_chain = torch.library.custom_op("parascan::matrix_chain", _matrix_chain_
 
 
 @_matrix_chain.register_fake
-def _(matrices, dim, reverse, right_to_left):
+def _(matrices, dim, reverse, right_to_left, math):
     return torch.empty_like(matrices, memory_format=torch.contiguous_format)
 
 
 def _matrix_chain_backward_impl(matrices: torch.Tensor, products: torch.Tensor, grad_products: torch.Tensor, dim: int,
-                                reverse: bool, right_to_left: bool) -> torch.Tensor:
+                                reverse: bool, right_to_left: bool, math: str) -> torch.Tensor:
     grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
     _ext.matrix_chain_backward(_host(matrices), _host(products), _host(grad_products.contiguous()), grad, dim,
-                               None, None, None, reverse, right_to_left, 0, _stream(matrices))
+                               None, None, None, reverse, right_to_left, 0, _stream(matrices), math,
+                               _workspace(matrices))
     return grad
 
 
@@ -527,20 +539,21 @@ _matrix_chain_backward = torch.library.custom_op("parascan::matrix_chain_backwar
 
 
 @_matrix_chain_backward.register_fake
-def _(matrices, products, grad_products, dim, reverse, right_to_left):
+def _(matrices, products, grad_products, dim, reverse, right_to_left, math):
     return torch.empty_like(matrices, memory_format=torch.contiguous_format)
 
 
 def _matrix_chain_setup(ctx, inputs, output):
-    matrices, dim, reverse, right_to_left = inputs
+    matrices, dim, reverse, right_to_left, math = inputs
     ctx.save_for_backward(matrices, output)
-    ctx.dim, ctx.reverse, ctx.right_to_left = dim, reverse, right_to_left
+    ctx.dim, ctx.reverse, ctx.right_to_left, ctx.math = dim, reverse, right_to_left, math
 
 
 def _matrix_chain_gradient(backward):
     def grad(ctx, grad_products):
         matrices, products = ctx.saved_tensors
-        return backward(matrices, products, grad_products, ctx.dim, ctx.reverse, ctx.right_to_left), None, None, None
+        return (backward(matrices, products, grad_products, ctx.dim, ctx.reverse, ctx.right_to_left, ctx.math),
+                None, None, None, None)
     return grad
 
 
@@ -550,18 +563,22 @@ _MatrixChain = _eager_function(_matrix_chain_impl, _matrix_chain_setup,
 
 
 def matrix_chain(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
-                 order: str = "left_to_right") -> torch.Tensor:
+                 order: str = "left_to_right", math: str = "exact") -> torch.Tensor:
     """Cumulative products of (..., T, ..., N, N) matrices along ``dim`` (counted among the axes before the
     last two), M[0] @ ... @ M[t] (``order`` 'left_to_right') or M[t] @ ... @ M[0], differentiable;
-    N = 2, 3, 4, 8, 16; float32, float64."""
-    dim, right_to_left = _chain_arguments(matrices, dim, order)
-    return _call(_matrix_chain, _MatrixChain, matrices, dim, reverse, right_to_left)
+    float32, float64; any N: 2, 3, 4, 8 and 16 run fixed-size kernels, every other N the runtime-size
+    chains (cuBLAS on the GPU, Eigen on the host). ``math``: 'exact', or 'tf32' / 'bf16' to multiply
+    float32 matrices on the GPU's tensor cores (cuBLAS, any N; about 2^-11 / 2^-8 relative error a
+    product; the host computes exactly)."""
+    dim, right_to_left = _chain_arguments(matrices, dim, order, math)
+    return _call(_matrix_chain, _MatrixChain, matrices, dim, reverse, right_to_left, math)
 
 
-def _matrix_chain_product_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool) -> torch.Tensor:
+def _matrix_chain_product_impl(matrices: torch.Tensor, dim: int, reverse: bool, right_to_left: bool,
+                               math: str) -> torch.Tensor:
     result = matrices.new_empty(_product_shape(matrices, dim))
     _ext.matrix_chain(_host(matrices), None, result, dim, None, None, reverse, False, right_to_left, 0,
-                      _stream(matrices))
+                      _stream(matrices), math, _workspace(matrices))
     return result
 
 
@@ -574,15 +591,15 @@ _matrix_chain_product = torch.library.custom_op("parascan::matrix_chain_product"
 
 
 @_matrix_chain_product.register_fake
-def _(matrices, dim, reverse, right_to_left):
+def _(matrices, dim, reverse, right_to_left, math):
     return matrices.new_empty(_product_shape(matrices, dim))
 
 
 def _matrix_chain_product_backward_impl(matrices: torch.Tensor, grad_result: torch.Tensor, dim: int, reverse: bool,
-                                        right_to_left: bool) -> torch.Tensor:
+                                        right_to_left: bool, math: str) -> torch.Tensor:
     grad = torch.empty_like(matrices, memory_format=torch.contiguous_format)
     _ext.matrix_chain_product_backward(_host(matrices), _host(grad_result.contiguous()), grad, dim, None, None,
-                                       reverse, right_to_left, 0, _stream(matrices))
+                                       reverse, right_to_left, 0, _stream(matrices), math, _workspace(matrices))
     return grad
 
 
@@ -591,20 +608,21 @@ _matrix_chain_product_backward = torch.library.custom_op(
 
 
 @_matrix_chain_product_backward.register_fake
-def _(matrices, grad_result, dim, reverse, right_to_left):
+def _(matrices, grad_result, dim, reverse, right_to_left, math):
     return torch.empty_like(matrices, memory_format=torch.contiguous_format)
 
 
 def _matrix_chain_product_setup(ctx, inputs, output):
-    matrices, dim, reverse, right_to_left = inputs
+    matrices, dim, reverse, right_to_left, math = inputs
     ctx.save_for_backward(matrices)
-    ctx.dim, ctx.reverse, ctx.right_to_left = dim, reverse, right_to_left
+    ctx.dim, ctx.reverse, ctx.right_to_left, ctx.math = dim, reverse, right_to_left, math
 
 
 def _matrix_chain_product_gradient(backward):
     def grad(ctx, grad_result):
         (matrices,) = ctx.saved_tensors
-        return backward(matrices, grad_result, ctx.dim, ctx.reverse, ctx.right_to_left), None, None, None
+        return (backward(matrices, grad_result, ctx.dim, ctx.reverse, ctx.right_to_left, ctx.math),
+                None, None, None, None)
     return grad
 
 
@@ -614,7 +632,7 @@ _MatrixChainProduct = _eager_function(_matrix_chain_product_impl, _matrix_chain_
                                       _matrix_chain_product_gradient(_matrix_chain_product_backward_impl))
 
 
-def _chain_arguments(matrices: torch.Tensor, dim: int, order: str):
+def _chain_arguments(matrices: torch.Tensor, dim: int, order: str, math: str):
     """The time axis among those before the last two, and whether the order is right_to_left."""
     outer = matrices.dim() - 2
     if outer < 1 or not -outer <= dim < outer:
@@ -622,15 +640,17 @@ def _chain_arguments(matrices: torch.Tensor, dim: int, order: str):
                          % (max(outer, 0), dim))
     if order not in ("left_to_right", "right_to_left"):
         raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
+    if math not in ("exact", "tf32", "bf16"):
+        raise ValueError("parascan: math: 'exact', 'tf32' or 'bf16', got %r" % (math,))
     return dim % outer, order == "right_to_left"
 
 
 def matrix_chain_product(matrices: torch.Tensor, dim: int = -1, reverse: bool = False,
-                         order: str = "left_to_right") -> torch.Tensor:
+                         order: str = "left_to_right", math: str = "exact") -> torch.Tensor:
     """The whole product of each sequence of (..., T, ..., N, N) matrices along ``dim`` (the batch shape +
-    (N, N)), in ``order`` as matrix_chain, differentiable; N = 2, 3, 4, 8, 16; float32, float64."""
-    dim, right_to_left = _chain_arguments(matrices, dim, order)
-    return _call(_matrix_chain_product, _MatrixChainProduct, matrices, dim, reverse, right_to_left)
+    (N, N)), in ``order`` as matrix_chain, differentiable; dtypes, N and ``math`` as matrix_chain."""
+    dim, right_to_left = _chain_arguments(matrices, dim, order, math)
+    return _call(_matrix_chain_product, _MatrixChainProduct, matrices, dim, reverse, right_to_left, math)
 
 
 def _affine_impl(W: torch.Tensor, b: torch.Tensor, initial: Optional[torch.Tensor], dim: int,

@@ -18,16 +18,27 @@
 #include <parascan/ops/log_linear_recurrence.hpp>
 #include <parascan/ops/logsumexp.hpp>
 #include <parascan/ops/matrix_product.hpp>
+#include <parascan/ops/runtime_matrix_chain.hpp>
 #include <parascan/parascan.hpp>
 
 namespace pyext {
 
 using parascan::sequences;
 
+/// Device memory from the caller's framework, for temporaries too large for parascan's own pool to keep
+/// (the runtime-size chains' workspace, gigabytes at N = 1024, which that pool would map afresh on every
+/// call): parascan.torch hands out memory of PyTorch's caching allocator, ordered on the call's stream.
+struct workspace_source {
+  virtual ~workspace_source() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+};
+
 /// The CUDA backend on `stream` (a cudaStream_t as an integer; 0: the legacy default stream) of the
-/// current device.
+/// current device; `workspace` (optional) supplies the runtime-size chains' temporaries.
 struct gpu {
   std::uintptr_t stream = 0;
+  workspace_source* workspace = nullptr;
 };
 
 /// The accumulator (state and per-sequence value) type of a storage type.
@@ -173,6 +184,45 @@ void matrix_chain_product_backward(const Exec& e, const sequences<const matrix_o
                                    const parascan::backward_options<matrix_of<S, N>>& o) {
   parascan::matrix_chain_product_backward<Order>(backend(e), on_device(e, in), grad_result, on_device(e, din),
                                                  on_device(e, o));
+}
+
+// ---- Runtime-size chains (ops/runtime_matrix_chain.hpp): N x N matrices of any N, placed by a view of
+// their first scalars; on the GPU through cuBLAS, with temporaries from the caller's workspace_source.
+
+/// The host backend as it is (the host chains need no workspace of the caller's).
+template <class F>
+void with_workspace(const parascan::host& h, F&& f) {
+  f(h);
+}
+
+template <parascan::chain_order Order, class Exec, class S>
+void runtime_matrix_chain(const Exec& e, const parascan::matrix_sequences<const S>& in,
+                          const parascan::matrix_sequences<S>& out, const parascan::matrix_options<S>& o) {
+  with_workspace(e, [&](const auto& exec) { parascan::matrix_chain<Order>(exec, in, out, o); });
+}
+
+template <parascan::chain_order Order, class Exec, class S>
+void runtime_matrix_chain_product(const Exec& e, const parascan::matrix_sequences<const S>& in, S* result,
+                                  const parascan::matrix_options<S>& o) {
+  with_workspace(e, [&](const auto& exec) { parascan::matrix_chain_product<Order>(exec, in, result, o); });
+}
+
+template <parascan::chain_order Order, class Exec, class S>
+void runtime_matrix_chain_backward(const Exec& e, const parascan::matrix_sequences<const S>& in,
+                                   const parascan::matrix_sequences<const S>& p,
+                                   const parascan::matrix_sequences<const S>& dp,
+                                   const parascan::matrix_sequences<S>& din,
+                                   const parascan::matrix_backward_options<S>& o) {
+  with_workspace(e, [&](const auto& exec) { parascan::matrix_chain_backward<Order>(exec, in, p, dp, din, o); });
+}
+
+template <parascan::chain_order Order, class Exec, class S>
+void runtime_matrix_chain_product_backward(const Exec& e, const parascan::matrix_sequences<const S>& in,
+                                           const S* grad_result, const parascan::matrix_sequences<S>& din,
+                                           const parascan::matrix_backward_options<S>& o) {
+  with_workspace(e, [&](const auto& exec) {
+    parascan::matrix_chain_product_backward<Order>(exec, in, grad_result, din, o);
+  });
 }
 
 }  // namespace pyext

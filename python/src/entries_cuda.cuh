@@ -43,6 +43,32 @@ static_assert(sizeof(device_t<Eigen::bfloat16>) == 2 && sizeof(device_t<Eigen::h
 
 inline parascan::cuda backend(const gpu& g) { return {reinterpret_cast<cudaStream_t>(g.stream), nullptr}; }
 
+/// parascan's temporaries from the caller's workspace_source where the call has one, else from parascan's
+/// own pool (the default temp_allocator).
+class workspace_allocator final : public parascan::temp_allocator {
+ public:
+  explicit workspace_allocator(workspace_source* source) : source_(source) {}
+  void* allocate(std::size_t bytes, cudaStream_t stream) override {
+    return source_ != nullptr ? source_->allocate(bytes) : temp_allocator::allocate(bytes, stream);
+  }
+  void deallocate(void* p, std::size_t bytes, cudaStream_t stream) override {
+    if (source_ != nullptr)
+      source_->release(p);
+    else
+      temp_allocator::deallocate(p, bytes, stream);
+  }
+
+ private:
+  workspace_source* source_;
+};
+
+/// The CUDA backend on g's stream, its temporaries from g's workspace source.
+template <class F>
+void with_workspace(const gpu& g, F&& f) {
+  workspace_allocator allocator(g.workspace);
+  f(parascan::cuda{reinterpret_cast<cudaStream_t>(g.stream), &allocator});
+}
+
 template <class T>
 sequences<device_t<T>> on_device(const gpu&, const sequences<T>& v) {
   // A reinterpreted view (float32[1:] as complex64) may start off the device type's alignment.

@@ -94,6 +94,24 @@ void restore_device(int device) noexcept;
       const parascan::sequences<pyext::vector_of<S, N>>&,                                                           \
       const parascan::backward_options<pyext::state_vector_of<S, N>>&);
 
+// The runtime-size chains (entries_cuda_runtime_chain.cu; float and double, both orders).
+#define PYEXT_RUNTIME_CHAIN_ORDER(PREFIX, ORDER, S)                                                                 \
+  PREFIX template void pyext::runtime_matrix_chain<parascan::chain_order::ORDER, pyext::gpu, S>(                    \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<S>&,          \
+      const parascan::matrix_options<S>&);                                                                          \
+  PREFIX template void pyext::runtime_matrix_chain_product<parascan::chain_order::ORDER, pyext::gpu, S>(            \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, S*, const parascan::matrix_options<S>&);       \
+  PREFIX template void pyext::runtime_matrix_chain_backward<parascan::chain_order::ORDER, pyext::gpu, S>(           \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<const S>&,    \
+      const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<S>&,                             \
+      const parascan::matrix_backward_options<S>&);                                                                 \
+  PREFIX template void pyext::runtime_matrix_chain_product_backward<parascan::chain_order::ORDER, pyext::gpu, S>(   \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const S*, const parascan::matrix_sequences<S>&, \
+      const parascan::matrix_backward_options<S>&);
+#define PYEXT_RUNTIME_CHAIN(PREFIX, S)                \
+  PYEXT_RUNTIME_CHAIN_ORDER(PREFIX, left_to_right, S) \
+  PYEXT_RUNTIME_CHAIN_ORDER(PREFIX, right_to_left, S)
+
 #define PYEXT_DECLARE_LINEAR(T) PYEXT_LINEAR_FORWARD(extern, T) PYEXT_LINEAR_BACKWARD(extern, T)
 #define PYEXT_DECLARE_REAL(T) PYEXT_REAL(extern, T)
 PYEXT_GPU_LINEAR_TYPES(PYEXT_DECLARE_LINEAR)
@@ -101,3 +119,5 @@ PYEXT_GPU_REAL_TYPES(PYEXT_DECLARE_REAL)
 #define PYEXT_DECLARE_MATRIX(S, N) PYEXT_MATRIX_CHAIN(extern, S, N) PYEXT_AFFINE(extern, S, N)
 PYEXT_GPU_MATRIX_SIZES(PYEXT_DECLARE_MATRIX, float)
 PYEXT_GPU_MATRIX_SIZES(PYEXT_DECLARE_MATRIX, double)
+PYEXT_RUNTIME_CHAIN(extern, float)
+PYEXT_RUNTIME_CHAIN(extern, double)

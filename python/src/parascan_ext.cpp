@@ -123,19 +123,21 @@ struct device_scope {
 
 /// Calls f(exec) with the backend of `first`'s device: parascan::host{threads} for host arrays,
 /// pyext::gpu{stream} on the array's device for CUDA arrays (when the extension has the CUDA backend).
+/// `workspace` (optional): where the GPU's runtime-size chains take their temporaries.
 template <class A, class F>
-void with_backend(const A& first, const std::string& name, unsigned threads, std::uintptr_t stream, F&& f) {
+void with_backend(const A& first, const std::string& name, unsigned threads, std::uintptr_t stream, F&& f,
+                  pyext::workspace_source* workspace = nullptr) {
   call_device = {first.device_type(), first.device_id()};
   if (first.device_type() == nb::device::cpu::value) return f(parascan::host{threads});
 #if PARASCAN_PY_CUDA
   if (first.device_type() == nb::device::cuda::value) {
     device_scope scope(first.device_id());
-    return f(pyext::gpu{stream});
+    return f(pyext::gpu{stream, workspace});
   }
   parascan::detail::fail(name,
                          "a host or CUDA array, got one on " + device_name(first.device_type(), first.device_id()));
 #else
-  (void)stream;
+  (void)stream, (void)workspace;
   parascan::detail::fail(name, "a host array (this build of the extension has the host backend only), got one on " +
                                    device_name(first.device_type(), first.device_id()));
 #endif
@@ -711,9 +713,109 @@ void dispatch_order(bool right_to_left, F&& f) {
   f(std::integral_constant<parascan::chain_order, parascan::chain_order::left_to_right>{});
 }
 
+// ---- Runtime-size chains: every N (cuBLAS on the GPU), and the fixed sizes too where the call asks for
+// tensor-core arithmetic (math "tf32" / "bf16", float32 on the GPU).
+
+/// Whether the extension has fixed-size kernels for N (dispatch_n's sizes).
+bool fixed_size(index_t n) { return n == 2 || n == 3 || n == 4 || n == 8 || n == 16; }
+
+parascan::matrix_math math_of(const std::string& math) {
+  if (math == "exact") return parascan::matrix_math::exact;
+  if (math == "tf32") return parascan::matrix_math::tf32;
+  if (math == "bf16") return parascan::matrix_math::bf16;
+  parascan::detail::fail("math", "'exact', 'tf32' or 'bf16', got '" + math + "'");
+}
+
+/// Whether a chain of N x N matrices runs the runtime-size chains.
+bool runtime_chain(const in_array& m, const std::string& math) {
+  return m.ndim() >= 3 && (!fixed_size(index_t(m.shape(m.ndim() - 1))) || math_of(math) != parascan::matrix_math::exact);
+}
+
+/// Calls f(S{}, N) for a float32/float64 array of N x N matrices of any N >= 1.
+template <class F>
+void dispatch_runtime_matrix(const in_array& m, const std::string& name, F&& f) {
+  const index_t n = index_t(m.shape(m.ndim() - 1));
+  if (m.dtype() == nb::dtype<float>()) return f(float{}, n);
+  if (m.dtype() == nb::dtype<double>()) return f(double{}, n);
+  parascan::detail::fail(name + ".dtype", "float32 or float64");
+}
+
+/// A runtime-size chain's view of an array of dense row-major N x N matrices (element_shape_of's shape):
+/// each matrix's first scalar placed as view_at places elements, strides in scalars.
+template <class S>
+parascan::matrix_sequences<S> matrices_view(const void* p, array_shape a, const batch_plan& plan, index_t n) {
+  for (index_t& stride : a.stride) stride *= n * n;
+  return parascan::matrices_at(view_at<S>(p, a, plan), n, n, parascan::matrix_storage::row_major);
+}
+
+/// Workspace from a Python callable, make(bytes) -> an object with data_ptr() (parascan.torch: a uint8
+/// tensor from PyTorch's caching allocator on the call's device and stream), each kept alive until parascan
+/// releases it (once the work that uses it is enqueued: the allocator orders its reuse on that stream).
+class python_workspace final : public pyext::workspace_source {
+ public:
+  explicit python_workspace(const std::optional<nb::callable>& make) : make_(make) {}
+  pyext::workspace_source* get() { return make_ ? this : nullptr; }
+  void* allocate(std::size_t bytes) override {
+    nb::object block = (*make_)(bytes);
+    void* p = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(block.attr("data_ptr")()));
+    held_.emplace_back(p, std::move(block));
+    return p;
+  }
+  void release(void* p) override {
+    for (auto it = held_.begin(); it != held_.end(); ++it)
+      if (it->first == p) return void(held_.erase(it));
+  }
+
+ private:
+  std::optional<nb::callable> make_;
+  std::vector<std::pair<void*, nb::object>> held_;
+};
+
+void runtime_matrix_chain(const in_array& m, const std::optional<out_array>& out,
+                          const std::optional<out_array>& result, int dim, const std::optional<in_array>& initial,
+                          const std::optional<out_array>& final, bool reverse, bool exclusive, bool right_to_left,
+                          unsigned threads, std::uintptr_t stream, const std::string& math,
+                          python_workspace& workspace) {
+  with_backend(
+      m, "matrices", threads, stream,
+      [&](const auto& exec) {
+        dispatch_runtime_matrix(m, "matrices", [&](auto scalar, index_t n) {
+          using S = decltype(scalar);
+          const array_shape sm = element_shape_of(m, "matrices", 2, n);
+          std::vector<array_shape> shapes = {sm};
+          if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, n));
+          const batch_plan plan = plan_batch(dim, shapes);
+          const auto in = matrices_view<const S>(m.data(), sm, plan, n);
+          const index_t values = in.count() * n * n;
+          parascan::matrix_options<S> o;
+          o.reverse = reverse, o.exclusive = exclusive, o.math = math_of(math);
+          o.initial = per_sequence<S>(initial, values, "initial");
+          o.final = per_sequence<S>(final, values, "final");
+          dispatch_order(right_to_left, [&](auto order) {
+            using Exec = std::decay_t<decltype(exec)>;
+            named({"matrices"}, [&] {
+              if (out)
+                pyext::runtime_matrix_chain<order.value, Exec, S>(
+                    exec, in, matrices_view<S>(out->data(), shapes[1], plan, n), o);
+              else
+                pyext::runtime_matrix_chain_product<order.value, Exec, S>(
+                    exec, in, per_sequence<S>(result, values, "result"), o);
+            });
+          });
+        });
+      },
+      workspace.get());
+}
+
 void matrix_chain(const in_array& m, const std::optional<out_array>& out, const std::optional<out_array>& result,
                   int dim, const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
-                  bool exclusive, bool right_to_left, unsigned threads, std::uintptr_t stream) {
+                  bool exclusive, bool right_to_left, unsigned threads, std::uintptr_t stream,
+                  const std::string& math, const std::optional<nb::callable>& workspace) {
+  if (runtime_chain(m, math)) {
+    python_workspace source(workspace);
+    return runtime_matrix_chain(m, out, result, dim, initial, final, reverse, exclusive, right_to_left, threads, stream,
+                                math, source);
+  }
   with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
     dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
       using S = decltype(scalar);
@@ -742,10 +844,50 @@ void matrix_chain(const in_array& m, const std::optional<out_array>& out, const 
   });
 }
 
+void runtime_matrix_chain_backward(const in_array& m, const in_array& p, const in_array& grad_p,
+                                   const out_array& grad_m, int dim, const std::optional<in_array>& initial,
+                                   const std::optional<in_array>& grad_final,
+                                   const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
+                                   unsigned threads, std::uintptr_t stream, const std::string& math,
+                                   python_workspace& workspace) {
+  with_backend(
+      m, "matrices", threads, stream,
+      [&](const auto& exec) {
+        dispatch_runtime_matrix(m, "matrices", [&](auto scalar, index_t n) {
+          using S = decltype(scalar);
+          require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
+              require_dtype<S>(grad_m, "grad_matrices");
+          const array_shape sm = element_shape_of(m, "matrices", 2, n), sp = element_shape_of(p, "products", 2, n),
+                            sg = element_shape_of(grad_p, "grad_products", 2, n),
+                            sd = element_shape_of(grad_m, "grad_matrices", 2, n);
+          const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
+          const auto in = matrices_view<const S>(m.data(), sm, plan, n);
+          const index_t values = in.count() * n * n;
+          parascan::matrix_backward_options<S> o;
+          o.reverse = reverse, o.math = math_of(math);
+          o.initial = per_sequence<S>(initial, values, "initial");
+          o.grad_final = per_sequence<S>(grad_final, values, "grad_final");
+          o.grad_initial = per_sequence<S>(grad_initial, values, "grad_initial");
+          dispatch_order(right_to_left, [&](auto order) {
+            pyext::runtime_matrix_chain_backward<order.value, std::decay_t<decltype(exec)>, S>(
+                exec, in, matrices_view<const S>(p.data(), sp, plan, n),
+                matrices_view<const S>(grad_p.data(), sg, plan, n), matrices_view<S>(grad_m.data(), sd, plan, n), o);
+          });
+        });
+      },
+      workspace.get());
+}
+
 void matrix_chain_backward(const in_array& m, const in_array& p, const in_array& grad_p, const out_array& grad_m,
                            int dim, const std::optional<in_array>& initial, const std::optional<in_array>& grad_final,
                            const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
-                           unsigned threads, std::uintptr_t stream) {
+                           unsigned threads, std::uintptr_t stream, const std::string& math,
+                           const std::optional<nb::callable>& workspace) {
+  if (runtime_chain(m, math)) {
+    python_workspace source(workspace);
+    return runtime_matrix_chain_backward(m, p, grad_p, grad_m, dim, initial, grad_final, grad_initial, reverse,
+                                         right_to_left, threads, stream, math, source);
+  }
   with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
     dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
       using S = decltype(scalar);
@@ -772,10 +914,46 @@ void matrix_chain_backward(const in_array& m, const in_array& p, const in_array&
   });
 }
 
+void runtime_matrix_chain_product_backward(const in_array& m, const in_array& grad_result, const out_array& grad_m,
+                                           int dim, const std::optional<in_array>& initial,
+                                           const std::optional<out_array>& grad_initial, bool reverse,
+                                           bool right_to_left, unsigned threads, std::uintptr_t stream,
+                                           const std::string& math, python_workspace& workspace) {
+  with_backend(
+      m, "matrices", threads, stream,
+      [&](const auto& exec) {
+        dispatch_runtime_matrix(m, "matrices", [&](auto scalar, index_t n) {
+          using S = decltype(scalar);
+          require_dtype<S>(grad_m, "grad_matrices");
+          const array_shape sm = element_shape_of(m, "matrices", 2, n),
+                            sd = element_shape_of(grad_m, "grad_matrices", 2, n);
+          const batch_plan plan = plan_batch(dim, {sm, sd});
+          const auto in = matrices_view<const S>(m.data(), sm, plan, n);
+          const index_t values = in.count() * n * n;
+          parascan::matrix_backward_options<S> o;
+          o.reverse = reverse, o.math = math_of(math);
+          o.initial = per_sequence<S>(initial, values, "initial");
+          o.grad_initial = per_sequence<S>(grad_initial, values, "grad_initial");
+          const S* g = per_sequence<S>(std::optional<in_array>(grad_result), values, "grad_result");
+          dispatch_order(right_to_left, [&](auto order) {
+            pyext::runtime_matrix_chain_product_backward<order.value, std::decay_t<decltype(exec)>, S>(
+                exec, in, g, matrices_view<S>(grad_m.data(), sd, plan, n), o);
+          });
+        });
+      },
+      workspace.get());
+}
+
 void matrix_chain_product_backward(const in_array& m, const in_array& grad_result, const out_array& grad_m, int dim,
                                    const std::optional<in_array>& initial,
                                    const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
-                                   unsigned threads, std::uintptr_t stream) {
+                                   unsigned threads, std::uintptr_t stream, const std::string& math,
+                                   const std::optional<nb::callable>& workspace) {
+  if (runtime_chain(m, math)) {
+    python_workspace source(workspace);
+    return runtime_matrix_chain_product_backward(m, grad_result, grad_m, dim, initial, grad_initial, reverse,
+                                                 right_to_left, threads, stream, math, source);
+  }
   with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
     dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
       using S = decltype(scalar);
@@ -856,14 +1034,16 @@ NB_MODULE(_parascan, m) {
         nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("threads"), nb::arg("stream") = 0);
   m.def("matrix_chain", &matrix_chain, nb::arg("matrices"), nb::arg("out").none(), nb::arg("result").none(),
         nb::arg("dim"), nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),
-        nb::arg("right_to_left"), nb::arg("threads"), nb::arg("stream") = 0);
+        nb::arg("right_to_left"), nb::arg("threads"), nb::arg("stream") = 0, nb::arg("math") = "exact",
+        nb::arg("workspace").none() = nb::none());
   m.def("matrix_chain_backward", &matrix_chain_backward, nb::arg("matrices"), nb::arg("products"),
         nb::arg("grad_products"), nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(),
         nb::arg("grad_final").none(), nb::arg("grad_initial").none(), nb::arg("reverse"), nb::arg("right_to_left"),
-        nb::arg("threads"), nb::arg("stream") = 0);
+        nb::arg("threads"), nb::arg("stream") = 0, nb::arg("math") = "exact", nb::arg("workspace").none() = nb::none());
   m.def("matrix_chain_product_backward", &matrix_chain_product_backward, nb::arg("matrices"), nb::arg("grad_result"),
         nb::arg("grad_matrices"), nb::arg("dim"), nb::arg("initial").none(), nb::arg("grad_initial").none(),
-        nb::arg("reverse"), nb::arg("right_to_left"), nb::arg("threads"), nb::arg("stream") = 0);
+        nb::arg("reverse"), nb::arg("right_to_left"), nb::arg("threads"), nb::arg("stream") = 0,
+        nb::arg("math") = "exact", nb::arg("workspace").none() = nb::none());
   const auto def_scan = [&](const char* name, auto kind) {
     m.def(name, &real_scan<decltype(kind)::value>, nb::arg("x"), nb::arg("out"), nb::arg("dim"),
           nb::arg("initial").none(), nb::arg("final").none(), nb::arg("reverse"), nb::arg("exclusive"),

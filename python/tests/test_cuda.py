@@ -232,6 +232,58 @@ def test_matrices_match_the_host(n, dtype):
         close(g, w, tol)
 
 
+@pytest.mark.parametrize("n", [5, 33, 64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_runtime_size_chains_match_the_host(n, dtype):
+    """Sizes without fixed-size kernels run cuBLAS chains on the GPU: against the host's (Eigen, fp64 loops),
+    every option, both orders, their backward passes; float32 with tensor-core arithmetic too (math)."""
+    tol = 1e-4 if dtype == torch.float32 else 1e-11
+    M = random_matrices((2, 150), n, dtype, n)
+    M0 = random_matrices((2,), n, dtype, n + 1)
+    gP = torch.randn(M.shape, dtype=torch.float64).to(dtype)
+    for order in ("left_to_right", "right_to_left"):
+        for reverse in (False, True):
+            want, want_final = parascan.matrix_chain(M, dim=1, initial=M0, reverse=reverse, order=order,
+                                                     return_final=True)
+            got, got_final = parascan.matrix_chain(M.to(CUDA), dim=1, initial=M0.to(CUDA), reverse=reverse,
+                                                   order=order, return_final=True)
+            close(got, want, tol)
+            close(got_final, want_final, tol)
+            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, initial=M0.to(CUDA), reverse=reverse,
+                                                order=order), want_final, tol)
+            close(parascan.matrix_chain_backward(M.to(CUDA), want.to(CUDA), gP.to(CUDA), dim=1, initial=M0.to(CUDA),
+                                                 reverse=reverse, order=order),
+                  parascan.matrix_chain_backward(M, want, gP, dim=1, initial=M0, reverse=reverse, order=order), tol)
+            close(parascan.matrix_chain_product_backward(M.to(CUDA), gP[:, 0].to(CUDA), dim=1, initial=M0.to(CUDA),
+                                                         reverse=reverse, order=order),
+                  parascan.matrix_chain_product_backward(M, gP[:, 0], dim=1, initial=M0, reverse=reverse,
+                                                         order=order), tol)
+    # The torch ops, their workspace from PyTorch's caching allocator.
+    want = parascan.matrix_chain(M, dim=1)
+    close(pt.matrix_chain(M.to(CUDA), dim=1), want, tol)
+    close(pt.matrix_chain_product(M.to(CUDA), dim=1), want[:, -1], tol)
+    if dtype == torch.float32:
+        for math, loose in (("tf32", 3e-2), ("bf16", 2e-1)):
+            close(pt.matrix_chain(M.to(CUDA), dim=1, math=math), want, loose)
+            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, math=math), want[:, -1], loose)
+
+
+def test_runtime_size_chain_workspace_from_torch():
+    """The torch ops' temporaries come from PyTorch's caching allocator (the product of a chain of 512
+    64 x 64 matrices needs a workspace many times its result), and their gradients check in fp64."""
+    M = random_matrices((1, 512), 64, torch.float32, 3).to(CUDA)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    result = pt.matrix_chain_product(M, dim=1)
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before > 16 * result.numel() * result.element_size()
+    close(result, parascan.matrix_chain_product(M.cpu(), dim=1), 1e-4)
+    m = random_matrices((2, 9), 5, torch.float64, 4).to(CUDA).requires_grad_()
+    torch.autograd.gradcheck(lambda v: pt.matrix_chain(v, dim=1), (m,))
+    torch.autograd.gradcheck(lambda v: pt.matrix_chain_product(v, dim=1, reverse=True), (m,))
+
+
 def test_matrix_ops_autograd_on_cuda():
     M = random_matrices((2, 30), 3, torch.float64, 5).to(CUDA).requires_grad_()
     torch.autograd.gradcheck(lambda m: pt.matrix_chain(m, dim=1), (M,))

@@ -466,9 +466,55 @@ def test_matrix_chain_and_its_gradient(order):
         parascan.matrix_chain_product_backward(m, np.ones((2, 3, 3)), dim=0)
 
 
+@pytest.mark.parametrize("n", [1, 5, 12])
+@pytest.mark.parametrize("order", ["left_to_right", "right_to_left"])
+def test_runtime_size_chains_and_their_gradients(n, order):
+    """Sizes without fixed-size kernels run the runtime-size chains (Eigen's dynamic matrices here): against
+    a loop in fp64, with initial matrices, reverse and exclusive, a time axis in the middle; gradients by
+    central differences."""
+    M = RNG.uniform(-1, 1, (2, 30, 3, n, n)) / np.sqrt(n)  # time along axis 1
+    M0 = RNG.uniform(-1, 1, (2, 3, n, n)) / np.sqrt(n)
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            P, final = parascan.matrix_chain(M, dim=1, initial=M0, reverse=reverse, exclusive=exclusive,
+                                             order=order, return_final=True)
+            for s, c in ((0, 0), (1, 2)):
+                acc = M0[s, c]
+                for t in (range(29, -1, -1) if reverse else range(30)):
+                    if exclusive:
+                        assert np.allclose(P[s, t, c], acc, atol=1e-12), SEED
+                    acc = acc @ M[s, t, c] if order == "left_to_right" else M[s, t, c] @ acc
+                    if not exclusive:
+                        assert np.allclose(P[s, t, c], acc, atol=1e-12), SEED
+                assert np.allclose(final[s, c], acc, atol=1e-12), SEED
+            total = parascan.matrix_chain_product(M, dim=1, initial=M0, reverse=reverse, order=order)
+            assert np.allclose(total, final, atol=1e-12), SEED
+    single = M.astype(np.float32)  # tensor-core arithmetic is the GPU's: the host multiplies exactly
+    assert np.array_equal(parascan.matrix_chain(single, dim=1, order=order, math="tf32"),
+                          parascan.matrix_chain(single, dim=1, order=order)), SEED
+    m, w = RNG.uniform(-1, 1, (6, n, n)) / np.sqrt(n), RNG.standard_normal((6, n, n))
+
+    def loss(m):
+        return np.sum(w * parascan.matrix_chain(m, dim=0, order=order))
+
+    def product_loss(m):
+        return np.sum(w[0] * parascan.matrix_chain_product(m, dim=0, order=order))
+
+    g = parascan.matrix_chain_backward(m, parascan.matrix_chain(m, dim=0, order=order), w, dim=0, order=order)
+    gp = parascan.matrix_chain_product_backward(m, w[0], dim=0, order=order)
+    h = 1e-6
+    for t, i, j in ((0, 0, n - 1), (3, n // 2, 0), (5, n - 1, n - 1)):
+        e = np.zeros_like(m)
+        e[t, i, j] = h
+        assert abs((loss(m + e) - loss(m - e)) / (2 * h) - g[t, i, j]) < 1e-7, SEED
+        assert abs((product_loss(m + e) - product_loss(m - e)) / (2 * h) - gp[t, i, j]) < 1e-7, SEED
+
+
 def test_matrix_arguments_checked():
-    with pytest.raises(ValueError, match="N = 2, 3, 4, 8 or 16"):
-        parascan.matrix_chain(np.ones((4, 5, 5)), dim=0)
+    with pytest.raises(ValueError, match="math"):
+        parascan.matrix_chain(np.ones((4, 5, 5)), dim=0, math="fast")
+    with pytest.raises(ValueError, match="tf32 and bf16 multiply float matrices"):
+        parascan.matrix_chain(np.ones((4, 5, 5)), dim=0, math="tf32")  # float64
     with pytest.raises(ValueError, match="b.shape"):
         parascan.affine_recurrence(np.ones((4, 3, 3)), np.ones((4, 2)), dim=0)
     with pytest.raises(ValueError, match="order"):

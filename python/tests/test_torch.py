@@ -175,7 +175,28 @@ def test_matrix_chain_op(order):
     assert torch.autograd.gradcheck(lambda v: pt.matrix_chain_product(v, dim=0, reverse=True, order=order),
                                     (m[:, 2:],)), SEED
     torch.library.opcheck(torch.ops.parascan.matrix_chain_product.default, (m.detach().requires_grad_(), 1, False,
-                                                                             order == "right_to_left"))
+                                                                             order == "right_to_left", "exact"))
+
+
+@pytest.mark.parametrize("order", ["left_to_right", "right_to_left"])
+def test_runtime_size_chain_ops(order):
+    """N = 5 has no fixed-size kernel: the runtime-size chains, through the same custom ops."""
+    m = ((torch.rand(2, 7, 5, 5, generator=GEN, dtype=torch.float64) - 0.5) / 2).requires_grad_()
+    p = pt.matrix_chain(m, dim=1, order=order)
+    acc = torch.eye(5, dtype=torch.float64).expand(2, 5, 5)
+    for t in range(7):
+        acc = acc @ m[:, t] if order == "left_to_right" else m[:, t] @ acc
+        assert torch.allclose(p[:, t], acc, atol=1e-14), SEED
+    assert torch.allclose(pt.matrix_chain_product(m, dim=1, order=order), acc, atol=1e-14), SEED
+    assert torch.autograd.gradcheck(lambda v: pt.matrix_chain(v, dim=1, order=order), (m,)), SEED
+    assert torch.autograd.gradcheck(lambda v: pt.matrix_chain_product(v, dim=0, reverse=True, order=order),
+                                    (m[1],)), SEED
+    single = m.detach().float()
+    assert torch.equal(pt.matrix_chain(single, dim=1, math="tf32"), pt.matrix_chain(single, dim=1))  # host: exact
+    with pytest.raises(ValueError, match="math"):
+        pt.matrix_chain(m, math="fast")
+    torch.library.opcheck(torch.ops.parascan.matrix_chain.default, (m.detach().requires_grad_(), 1, False,
+                                                                     order == "right_to_left", "exact"))
 
 
 def test_bf16_storage_on_the_host():
