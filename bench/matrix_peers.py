@@ -13,6 +13,11 @@ events, median of --runs after --warmup, a 256 MiB buffer rewritten before each 
 reads it instead).
 
     python3 bench/matrix_peers.py [--json FILE] [--commit SHA] [--copy-gbs GBS] [--runs N] [--warmup N] [--filter TEXT]
+                                  [--parascan]
+
+--parascan adds parascan called from Python on the runtime-size cases, in the same process: parascan.torch's
+matrix_chain / matrix_chain_product (their workspace from PyTorch's caching allocator) and the package's
+generic entries on the same tensors (workspace from parascan's own pool).
 
 JSON: a list of records with parascan_bench_cuda's fields (impl, case, op, dtype, layout, shape, T,
 sequences, bytes, ms, gbs, fraction_of_copy, copy_gbs, max_error, tolerance, device, commit, status).
@@ -54,6 +59,44 @@ def orthogonal(torch, shape, generator):
     return (q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)).float()
 
 
+def time_case(torch, args, impl, fn, kind, tag, N, shape, T, count, tf32, x):
+    """Checks fn() against a sequential fp64 product of chain 0, then times it: one record."""
+    prefix = kind == "matrix_chain"
+    bytes_moved = (8.0 if prefix else 4.0) * count * T * N * N
+    unit = 4.9e-4 if tf32 else 1.2e-7
+    rec = {"impl": impl, "case": "%s%s %dx%d" % (kind, tag, N, N), "op": kind,
+           "dtype": "fp32 (tf32)" if tf32 else "fp32", "layout": "bt",
+           "shape": list(shape), "T": T, "sequences": count, "bytes": bytes_moved, "ms": None, "gbs": None,
+           "fraction_of_copy": None, "copy_gbs": args.copy_gbs, "max_error": None,
+           "tolerance": 4 * unit * math.sqrt(N) * (1 + math.sqrt(T)) * (4 if prefix else 1),
+           "device": torch.cuda.get_device_name(0), "commit": args.commit, "status": "skipped"}
+    try:
+        got = fn()
+        ref, worst = torch.eye(N, dtype=torch.float64, device="cuda"), 0.0
+        for t in range(T):
+            ref = ref @ x[0, t].double()
+            if (prefix and (not tag or t % 97 == 0)) or t == T - 1:
+                out = got[0, t] if prefix else got[0]
+                worst = max(worst, (out.double() - ref).abs().max().item())
+        rec["max_error"] = worst
+        del got
+        if not worst <= rec["tolerance"]:
+            rec["status"] = "FAIL"
+        else:
+            rec["ms"] = median_ms(torch, fn, 5 if N >= 512 else args.runs, args.warmup)
+            rec["gbs"] = bytes_moved / rec["ms"] / 1e6
+            if tag:
+                rec["tflops"] = 2.0 * N ** 3 * (T - 1) / rec["ms"] / 1e9
+            if args.copy_gbs:
+                rec["fraction_of_copy"] = rec["gbs"] / args.copy_gbs
+            rec["status"] = "ok"
+    except torch.cuda.OutOfMemoryError as e:
+        rec["status"], rec["note"] = "skipped", "out of memory: %s" % str(e).split("\n")[0]
+    print("%-44s %-34s %-12s %-20s %10s ms  %s" % (impl, rec["case"], rec["dtype"], rec["shape"],
+                                                "%.4f" % rec["ms"] if rec["ms"] else "-", rec["status"]), flush=True)
+    return rec
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", default="")
@@ -62,6 +105,9 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--filter", default="", help="only the cases whose name contains this text")
+    p.add_argument("--parascan", action="store_true",
+                   help="also time parascan from Python on the runtime-size cases: parascan.torch's ops and the "
+                        "generic entries (the package importable, with its CUDA backend)")
     args = p.parse_args(argv)
     try:
         import torch
@@ -83,6 +129,17 @@ def main(argv=None):
         for tf32 in (False, True):
             cases.append(("matrix_chain", N, (1, 1024, N, N), 1024, 1, tf32, " runtime"))
             cases.append(("matrix_chain_product", N, (1, 1000, N, N), 1000, 1, tf32, " runtime"))
+    impls = [IMPL]
+    if args.parascan:
+        try:
+            import parascan
+            import parascan.torch as pt
+            if parascan.has_cuda:
+                impls += ["parascan.torch", "parascan (own pool)"]
+            else:
+                print("matrix_peers.py: parascan has no CUDA backend; --parascan skipped")
+        except ImportError as e:
+            print("matrix_peers.py: --parascan: %s" % e)
     for kind, N, shape, T, count, tf32, tag in cases:
         if args.filter not in "%s%s %dx%d" % (kind, tag, N, N):
             continue
@@ -90,42 +147,21 @@ def main(argv=None):
         pool = orthogonal(torch, (min(997 if not tag else 16, T), N, N), g)
         x = pool.repeat((T + pool.shape[0] - 1) // pool.shape[0], 1, 1)[:T].expand(count, T, N, N).contiguous()
         prefix = kind == "matrix_chain"
-        fn = (lambda: prefix_tree(torch, x)) if prefix else (lambda: reduce_tree(torch, x))
-        bytes_moved = (8.0 if prefix else 4.0) * count * T * N * N
-        unit = 4.9e-4 if tf32 else 1.2e-7
-        rec = {"impl": IMPL, "case": "%s%s %dx%d" % (kind, tag, N, N), "op": kind,
-               "dtype": "fp32 (tf32)" if tf32 else "fp32", "layout": "bt",
-               "shape": list(shape), "T": T, "sequences": count, "bytes": bytes_moved, "ms": None, "gbs": None,
-               "fraction_of_copy": None, "copy_gbs": args.copy_gbs, "max_error": None,
-               "tolerance": 4 * unit * math.sqrt(N) * (1 + math.sqrt(T)) * (4 if prefix else 1),
-               "device": torch.cuda.get_device_name(0), "commit": args.commit, "status": "skipped"}
-        try:
-            got = fn()
-            ref, worst = torch.eye(N, dtype=torch.float64, device="cuda"), 0.0
-            for t in range(T):
-                ref = ref @ x[0, t].double()
-                if (prefix and (not tag or t % 97 == 0)) or t == T - 1:
-                    out = got[0, t] if prefix else got[0]
-                    worst = max(worst, (out.double() - ref).abs().max().item())
-            rec["max_error"] = worst
-            del got
-            if not worst <= rec["tolerance"]:
-                rec["status"] = "FAIL"
-            else:
-                rec["ms"] = median_ms(torch, fn, 5 if N >= 512 else args.runs, args.warmup)
-                rec["gbs"] = bytes_moved / rec["ms"] / 1e6
-                if tag:
-                    rec["tflops"] = 2.0 * N ** 3 * (T - 1) / rec["ms"] / 1e9
-                if args.copy_gbs:
-                    rec["fraction_of_copy"] = rec["gbs"] / args.copy_gbs
-                rec["status"] = "ok"
-        except torch.cuda.OutOfMemoryError as e:
-            rec["status"], rec["note"] = "skipped", "out of memory: %s" % str(e).split("\n")[0]
+        math_mode = "tf32" if tf32 else "exact"
+        fns = {IMPL: (lambda: prefix_tree(torch, x)) if prefix else (lambda: reduce_tree(torch, x))}
+        if len(impls) > 1:
+            # parascan from Python: the torch op (workspace from PyTorch's caching allocator) and the generic
+            # entry on the same tensors (workspace from parascan's own pool, which keeps 256 MiB).
+            fns["parascan.torch"] = ((lambda: pt.matrix_chain(x, dim=1, math=math_mode)) if prefix else
+                                     (lambda: pt.matrix_chain_product(x, dim=1, math=math_mode)))
+            fns["parascan (own pool)"] = ((lambda: parascan.matrix_chain(x, dim=1, math=math_mode)) if prefix else
+                                          (lambda: parascan.matrix_chain_product(x, dim=1, math=math_mode)))
+        for impl in impls:
+            if impl != IMPL and N not in RUNTIME_SIZES:
+                continue  # the fixed sizes' Python entries are timed by bench/python_bench.py
+            records.append(time_case(torch, args, impl, fns[impl], kind, tag, N, shape, T, count, tf32, x))
         del x
         torch.cuda.empty_cache()
-        print("%-44s %-34s %-12s %-20s %10s ms  %s" % (IMPL, rec["case"], rec["dtype"], rec["shape"],
-                                                  "%.4f" % rec["ms"] if rec["ms"] else "-", rec["status"]))
-        records.append(rec)
     torch.backends.cuda.matmul.allow_tf32 = False
     if args.json:
         with open(args.json, "w") as f:

@@ -195,31 +195,30 @@ void with_workspace(const parascan::host& h, F&& f) {
   f(h);
 }
 
+// The runtime-size overloads of the chain entries above (the same names: parascan_ext.cpp calls either).
 template <parascan::chain_order Order, class Exec, class S>
-void runtime_matrix_chain(const Exec& e, const parascan::matrix_sequences<const S>& in,
-                          const parascan::matrix_sequences<S>& out, const parascan::matrix_options<S>& o) {
+void matrix_chain(const Exec& e, const parascan::matrix_sequences<const S>& in,
+                  const parascan::matrix_sequences<S>& out, const parascan::matrix_options<S>& o) {
   with_workspace(e, [&](const auto& exec) { parascan::matrix_chain<Order>(exec, in, out, o); });
 }
 
 template <parascan::chain_order Order, class Exec, class S>
-void runtime_matrix_chain_product(const Exec& e, const parascan::matrix_sequences<const S>& in, S* result,
-                                  const parascan::matrix_options<S>& o) {
+void matrix_chain_product(const Exec& e, const parascan::matrix_sequences<const S>& in, S* result,
+                          const parascan::matrix_options<S>& o) {
   with_workspace(e, [&](const auto& exec) { parascan::matrix_chain_product<Order>(exec, in, result, o); });
 }
 
 template <parascan::chain_order Order, class Exec, class S>
-void runtime_matrix_chain_backward(const Exec& e, const parascan::matrix_sequences<const S>& in,
-                                   const parascan::matrix_sequences<const S>& p,
-                                   const parascan::matrix_sequences<const S>& dp,
-                                   const parascan::matrix_sequences<S>& din,
-                                   const parascan::matrix_backward_options<S>& o) {
+void matrix_chain_backward(const Exec& e, const parascan::matrix_sequences<const S>& in,
+                           const parascan::matrix_sequences<const S>& p, const parascan::matrix_sequences<const S>& dp,
+                           const parascan::matrix_sequences<S>& din, const parascan::matrix_backward_options<S>& o) {
   with_workspace(e, [&](const auto& exec) { parascan::matrix_chain_backward<Order>(exec, in, p, dp, din, o); });
 }
 
 template <parascan::chain_order Order, class Exec, class S>
-void runtime_matrix_chain_product_backward(const Exec& e, const parascan::matrix_sequences<const S>& in,
-                                           const S* grad_result, const parascan::matrix_sequences<S>& din,
-                                           const parascan::matrix_backward_options<S>& o) {
+void matrix_chain_product_backward(const Exec& e, const parascan::matrix_sequences<const S>& in, const S* grad_result,
+                                   const parascan::matrix_sequences<S>& din,
+                                   const parascan::matrix_backward_options<S>& o) {
   with_workspace(e, [&](const auto& exec) {
     parascan::matrix_chain_product_backward<Order>(exec, in, grad_result, din, o);
   });

@@ -95,18 +95,18 @@ void restore_device(int device) noexcept;
       const parascan::backward_options<pyext::state_vector_of<S, N>>&);
 
 // The runtime-size chains (entries_cuda_runtime_chain.cu; float and double, both orders).
-#define PYEXT_RUNTIME_CHAIN_ORDER(PREFIX, ORDER, S)                                                                 \
-  PREFIX template void pyext::runtime_matrix_chain<parascan::chain_order::ORDER, pyext::gpu, S>(                    \
-      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<S>&,          \
-      const parascan::matrix_options<S>&);                                                                          \
-  PREFIX template void pyext::runtime_matrix_chain_product<parascan::chain_order::ORDER, pyext::gpu, S>(            \
-      const pyext::gpu&, const parascan::matrix_sequences<const S>&, S*, const parascan::matrix_options<S>&);       \
-  PREFIX template void pyext::runtime_matrix_chain_backward<parascan::chain_order::ORDER, pyext::gpu, S>(           \
-      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<const S>&,    \
-      const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<S>&,                             \
-      const parascan::matrix_backward_options<S>&);                                                                 \
-  PREFIX template void pyext::runtime_matrix_chain_product_backward<parascan::chain_order::ORDER, pyext::gpu, S>(   \
-      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const S*, const parascan::matrix_sequences<S>&, \
+#define PYEXT_RUNTIME_CHAIN_ORDER(PREFIX, ORDER, S)                                                                    \
+  PREFIX template void pyext::matrix_chain<parascan::chain_order::ORDER, pyext::gpu, S>(                               \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<S>&,             \
+      const parascan::matrix_options<S>&);                                                                             \
+  PREFIX template void pyext::matrix_chain_product<parascan::chain_order::ORDER, pyext::gpu, S>(                       \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, S*, const parascan::matrix_options<S>&);          \
+  PREFIX template void pyext::matrix_chain_backward<parascan::chain_order::ORDER, pyext::gpu, S>(                      \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<const S>&,       \
+      const parascan::matrix_sequences<const S>&, const parascan::matrix_sequences<S>&,                                \
+      const parascan::matrix_backward_options<S>&);                                                                    \
+  PREFIX template void pyext::matrix_chain_product_backward<parascan::chain_order::ORDER, pyext::gpu, S>(              \
+      const pyext::gpu&, const parascan::matrix_sequences<const S>&, const S*, const parascan::matrix_sequences<S>&,   \
       const parascan::matrix_backward_options<S>&);
 #define PYEXT_RUNTIME_CHAIN(PREFIX, S)                \
   PYEXT_RUNTIME_CHAIN_ORDER(PREFIX, left_to_right, S) \

@@ -713,11 +713,10 @@ void dispatch_order(bool right_to_left, F&& f) {
   f(std::integral_constant<parascan::chain_order, parascan::chain_order::left_to_right>{});
 }
 
-// ---- Runtime-size chains: every N (cuBLAS on the GPU), and the fixed sizes too where the call asks for
-// tensor-core arithmetic (math "tf32" / "bf16", float32 on the GPU).
-
-/// Whether the extension has fixed-size kernels for N (dispatch_n's sizes).
-bool fixed_size(index_t n) { return n == 2 || n == 3 || n == 4 || n == 8 || n == 16; }
+// ---- Matrix chains: the fixed sizes' kernels (N = 2, 3, 4, 8, 16, exact arithmetic), else the runtime-size
+// chains (any N; cuBLAS on the GPU, Eigen on the host), which also give float32 matrices tensor-core
+// arithmetic (math "tf32" / "bf16", GPU). One function a call for both: views, options and entries
+// (entries.hpp's overloads) follow from `size`, an integral_constant<int, N> or a run-time N.
 
 parascan::matrix_math math_of(const std::string& math) {
   if (math == "exact") return parascan::matrix_math::exact;
@@ -726,26 +725,48 @@ parascan::matrix_math math_of(const std::string& math) {
   parascan::detail::fail("math", "'exact', 'tf32' or 'bf16', got '" + math + "'");
 }
 
-/// Whether a chain of N x N matrices runs the runtime-size chains.
-bool runtime_chain(const in_array& m, const std::string& math) {
-  return m.ndim() >= 3 && (!fixed_size(index_t(m.shape(m.ndim() - 1))) || math_of(math) != parascan::matrix_math::exact);
-}
-
-/// Calls f(S{}, N) for a float32/float64 array of N x N matrices of any N >= 1.
+/// Calls f(S{}, size) for a float32/float64 array of N x N matrices: size is integral_constant<int, N> where
+/// the extension has fixed-size kernels for N (dispatch_n's sizes) and `math` is exact, else N.
 template <class F>
-void dispatch_runtime_matrix(const in_array& m, const std::string& name, F&& f) {
+void dispatch_chain(const in_array& m, const std::string& name, const std::string& math, F&& f) {
+  if (m.ndim() < 3)
+    parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
   const index_t n = index_t(m.shape(m.ndim() - 1));
-  if (m.dtype() == nb::dtype<float>()) return f(float{}, n);
-  if (m.dtype() == nb::dtype<double>()) return f(double{}, n);
+  const bool fixed = (n == 2 || n == 3 || n == 4 || n == 8 || n == 16) && math_of(math) == parascan::matrix_math::exact;
+  const auto by_size = [&](auto scalar) {
+    if (fixed) return dispatch_n(n, name, [&](auto N) { f(scalar, N); });
+    f(scalar, n);
+  };
+  if (m.dtype() == nb::dtype<float>()) return by_size(float{});
+  if (m.dtype() == nb::dtype<double>()) return by_size(double{});
   parascan::detail::fail(name + ".dtype", "float32 or float64");
 }
 
-/// A runtime-size chain's view of an array of dense row-major N x N matrices (element_shape_of's shape):
-/// each matrix's first scalar placed as view_at places elements, strides in scalars.
-template <class S>
-parascan::matrix_sequences<S> matrices_view(const void* p, array_shape a, const batch_plan& plan, index_t n) {
+/// The view of an array of dense row-major N x N matrices (element_shape_of's shape) of scalars T: fixed-size
+/// elements, or a runtime-size chain's matrices (each one's first scalar placed as view_at places elements).
+template <class T, int N>
+auto chain_view(const void* p, const array_shape& a, const batch_plan& plan, std::integral_constant<int, N>) {
+  using S = std::remove_const_t<T>;
+  return view_at<std::conditional_t<std::is_const<T>::value, const matrix_of<S, N>, matrix_of<S, N>>>(p, a, plan);
+}
+template <class T>
+parascan::matrix_sequences<T> chain_view(const void* p, array_shape a, const batch_plan& plan, index_t n) {
   for (index_t& stride : a.stride) stride *= n * n;
-  return parascan::matrices_at(view_at<S>(p, a, plan), n, n, parascan::matrix_storage::row_major);
+  return parascan::matrices_at(view_at<T>(p, a, plan), n, n, parascan::matrix_storage::row_major);
+}
+
+/// A chain's options (forward or backward) for its size: the fixed sizes' plain options, or the runtime-size
+/// chains' with their arithmetic.
+template <class S, bool BACKWARD, int N>
+auto chain_options(std::integral_constant<int, N>, const std::string&) {
+  using M = matrix_of<S, N>;
+  return std::conditional_t<BACKWARD, parascan::backward_options<M>, parascan::options<M>>{};
+}
+template <class S, bool BACKWARD>
+auto chain_options(index_t, const std::string& math) {
+  std::conditional_t<BACKWARD, parascan::matrix_backward_options<S>, parascan::matrix_options<S>> o;
+  o.math = math_of(math);
+  return o;
 }
 
 /// Workspace from a Python callable, make(bytes) -> an object with data_ptr() (parascan.torch: a uint8
@@ -771,111 +792,47 @@ class python_workspace final : public pyext::workspace_source {
   std::vector<std::pair<void*, nb::object>> held_;
 };
 
-void runtime_matrix_chain(const in_array& m, const std::optional<out_array>& out,
-                          const std::optional<out_array>& result, int dim, const std::optional<in_array>& initial,
-                          const std::optional<out_array>& final, bool reverse, bool exclusive, bool right_to_left,
-                          unsigned threads, std::uintptr_t stream, const std::string& math,
-                          python_workspace& workspace) {
+/// Runs f(exec, S{}, size, N) for a chain call on the matrices m: its backend (the GPU's temporaries from
+/// `workspace` where given), scalar and size (dispatch_chain).
+template <class F>
+void with_chain(const in_array& m, unsigned threads, std::uintptr_t stream, const std::string& math,
+                const std::optional<nb::callable>& workspace, F&& f) {
+  python_workspace source(workspace);
   with_backend(
       m, "matrices", threads, stream,
       [&](const auto& exec) {
-        dispatch_runtime_matrix(m, "matrices", [&](auto scalar, index_t n) {
-          using S = decltype(scalar);
-          const array_shape sm = element_shape_of(m, "matrices", 2, n);
-          std::vector<array_shape> shapes = {sm};
-          if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, n));
-          const batch_plan plan = plan_batch(dim, shapes);
-          const auto in = matrices_view<const S>(m.data(), sm, plan, n);
-          const index_t values = in.count() * n * n;
-          parascan::matrix_options<S> o;
-          o.reverse = reverse, o.exclusive = exclusive, o.math = math_of(math);
-          o.initial = per_sequence<S>(initial, values, "initial");
-          o.final = per_sequence<S>(final, values, "final");
-          dispatch_order(right_to_left, [&](auto order) {
-            using Exec = std::decay_t<decltype(exec)>;
-            named({"matrices"}, [&] {
-              if (out)
-                pyext::runtime_matrix_chain<order.value, Exec, S>(
-                    exec, in, matrices_view<S>(out->data(), shapes[1], plan, n), o);
-              else
-                pyext::runtime_matrix_chain_product<order.value, Exec, S>(
-                    exec, in, per_sequence<S>(result, values, "result"), o);
-            });
-          });
-        });
+        dispatch_chain(m, "matrices", math, [&](auto scalar, auto size) { f(exec, scalar, size, index_t(size)); });
       },
-      workspace.get());
+      source.get());
 }
 
 void matrix_chain(const in_array& m, const std::optional<out_array>& out, const std::optional<out_array>& result,
                   int dim, const std::optional<in_array>& initial, const std::optional<out_array>& final, bool reverse,
                   bool exclusive, bool right_to_left, unsigned threads, std::uintptr_t stream,
                   const std::string& math, const std::optional<nb::callable>& workspace) {
-  if (runtime_chain(m, math)) {
-    python_workspace source(workspace);
-    return runtime_matrix_chain(m, out, result, dim, initial, final, reverse, exclusive, right_to_left, threads, stream,
-                                math, source);
-  }
-  with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
-    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
-      using S = decltype(scalar);
-      using M = matrix_of<S, N.value>;
-      const array_shape sm = element_shape_of(m, "matrices", 2, N);
-      std::vector<array_shape> shapes = {sm};
-      if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, N));
-      const batch_plan plan = plan_batch(dim, shapes);
-      const auto in = view_at<const M>(m.data(), sm, plan);
-      const index_t values = in.count() * N * N;
-      parascan::options<M> o;
-      o.reverse = reverse, o.exclusive = exclusive;
-      o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
-      o.final = reinterpret_cast<M*>(per_sequence<S>(final, values, "final"));
-      dispatch_order(right_to_left, [&](auto order) {
-        using Exec = std::decay_t<decltype(exec)>;
-        named({"matrices"}, [&] {
-          if (out)
-            pyext::matrix_chain<order.value, Exec, S, N.value>(exec, in, view_at<M>(out->data(), shapes[1], plan), o);
-          else
-            pyext::matrix_chain_product<order.value, Exec, S, N.value>(
-                exec, in, reinterpret_cast<M*>(per_sequence<S>(result, values, "result")), o);
-        });
+  with_chain(m, threads, stream, math, workspace, [&](const auto& exec, auto scalar, auto size, index_t n) {
+    using S = decltype(scalar);
+    const array_shape sm = element_shape_of(m, "matrices", 2, n);
+    std::vector<array_shape> shapes = {sm};
+    if (out) require_dtype<S>(*out, "out"), shapes.push_back(element_shape_of(*out, "out", 2, n));
+    const batch_plan plan = plan_batch(dim, shapes);
+    const auto in = chain_view<const S>(m.data(), sm, plan, size);
+    const index_t values = in.count() * n * n;
+    auto o = chain_options<S, false>(size, math);
+    o.reverse = reverse, o.exclusive = exclusive;
+    o.initial = reinterpret_cast<decltype(o.initial)>(per_sequence<S>(initial, values, "initial"));
+    o.final = reinterpret_cast<decltype(o.final)>(per_sequence<S>(final, values, "final"));
+    dispatch_order(right_to_left, [&](auto order) {
+      using Exec = std::decay_t<decltype(exec)>;
+      named({"matrices"}, [&] {
+        if (out)
+          pyext::matrix_chain<order.value, Exec, S>(exec, in, chain_view<S>(out->data(), shapes[1], plan, size), o);
+        else
+          pyext::matrix_chain_product<order.value, Exec, S>(
+              exec, in, reinterpret_cast<decltype(o.final)>(per_sequence<S>(result, values, "result")), o);
       });
     });
   });
-}
-
-void runtime_matrix_chain_backward(const in_array& m, const in_array& p, const in_array& grad_p,
-                                   const out_array& grad_m, int dim, const std::optional<in_array>& initial,
-                                   const std::optional<in_array>& grad_final,
-                                   const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
-                                   unsigned threads, std::uintptr_t stream, const std::string& math,
-                                   python_workspace& workspace) {
-  with_backend(
-      m, "matrices", threads, stream,
-      [&](const auto& exec) {
-        dispatch_runtime_matrix(m, "matrices", [&](auto scalar, index_t n) {
-          using S = decltype(scalar);
-          require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
-              require_dtype<S>(grad_m, "grad_matrices");
-          const array_shape sm = element_shape_of(m, "matrices", 2, n), sp = element_shape_of(p, "products", 2, n),
-                            sg = element_shape_of(grad_p, "grad_products", 2, n),
-                            sd = element_shape_of(grad_m, "grad_matrices", 2, n);
-          const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
-          const auto in = matrices_view<const S>(m.data(), sm, plan, n);
-          const index_t values = in.count() * n * n;
-          parascan::matrix_backward_options<S> o;
-          o.reverse = reverse, o.math = math_of(math);
-          o.initial = per_sequence<S>(initial, values, "initial");
-          o.grad_final = per_sequence<S>(grad_final, values, "grad_final");
-          o.grad_initial = per_sequence<S>(grad_initial, values, "grad_initial");
-          dispatch_order(right_to_left, [&](auto order) {
-            pyext::runtime_matrix_chain_backward<order.value, std::decay_t<decltype(exec)>, S>(
-                exec, in, matrices_view<const S>(p.data(), sp, plan, n),
-                matrices_view<const S>(grad_p.data(), sg, plan, n), matrices_view<S>(grad_m.data(), sd, plan, n), o);
-          });
-        });
-      },
-      workspace.get());
 }
 
 void matrix_chain_backward(const in_array& m, const in_array& p, const in_array& grad_p, const out_array& grad_m,
@@ -883,65 +840,28 @@ void matrix_chain_backward(const in_array& m, const in_array& p, const in_array&
                            const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
                            unsigned threads, std::uintptr_t stream, const std::string& math,
                            const std::optional<nb::callable>& workspace) {
-  if (runtime_chain(m, math)) {
-    python_workspace source(workspace);
-    return runtime_matrix_chain_backward(m, p, grad_p, grad_m, dim, initial, grad_final, grad_initial, reverse,
-                                         right_to_left, threads, stream, math, source);
-  }
-  with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
-    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
-      using S = decltype(scalar);
-      using M = matrix_of<S, N.value>;
-      require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
-          require_dtype<S>(grad_m, "grad_matrices");
-      const array_shape sm = element_shape_of(m, "matrices", 2, N), sp = element_shape_of(p, "products", 2, N),
-                        sg = element_shape_of(grad_p, "grad_products", 2, N),
-                        sd = element_shape_of(grad_m, "grad_matrices", 2, N);
-      const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
-      const auto in = view_at<const M>(m.data(), sm, plan);
-      const index_t values = in.count() * N * N;
-      parascan::backward_options<M> o;
-      o.reverse = reverse;
-      o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
-      o.grad_final = reinterpret_cast<const M*>(per_sequence<S>(grad_final, values, "grad_final"));
-      o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
-      dispatch_order(right_to_left, [&](auto order) {
-        pyext::matrix_chain_backward<order.value, std::decay_t<decltype(exec)>, S, N.value>(
-            exec, in, view_at<const M>(p.data(), sp, plan), view_at<const M>(grad_p.data(), sg, plan),
-            view_at<M>(grad_m.data(), sd, plan), o);
-      });
+  with_chain(m, threads, stream, math, workspace, [&](const auto& exec, auto scalar, auto size, index_t n) {
+    using S = decltype(scalar);
+    require_dtype<S>(p, "products"), require_dtype<S>(grad_p, "grad_products"),
+        require_dtype<S>(grad_m, "grad_matrices");
+    const array_shape sm = element_shape_of(m, "matrices", 2, n), sp = element_shape_of(p, "products", 2, n),
+                      sg = element_shape_of(grad_p, "grad_products", 2, n),
+                      sd = element_shape_of(grad_m, "grad_matrices", 2, n);
+    const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
+    const auto in = chain_view<const S>(m.data(), sm, plan, size);
+    const index_t values = in.count() * n * n;
+    auto o = chain_options<S, true>(size, math);
+    o.reverse = reverse;
+    o.initial = reinterpret_cast<decltype(o.initial)>(per_sequence<S>(initial, values, "initial"));
+    o.grad_final = reinterpret_cast<decltype(o.grad_final)>(per_sequence<S>(grad_final, values, "grad_final"));
+    o.grad_initial =
+        reinterpret_cast<decltype(o.grad_initial)>(per_sequence<S>(grad_initial, values, "grad_initial"));
+    dispatch_order(right_to_left, [&](auto order) {
+      pyext::matrix_chain_backward<order.value, std::decay_t<decltype(exec)>, S>(
+          exec, in, chain_view<const S>(p.data(), sp, plan, size),
+          chain_view<const S>(grad_p.data(), sg, plan, size), chain_view<S>(grad_m.data(), sd, plan, size), o);
     });
   });
-}
-
-void runtime_matrix_chain_product_backward(const in_array& m, const in_array& grad_result, const out_array& grad_m,
-                                           int dim, const std::optional<in_array>& initial,
-                                           const std::optional<out_array>& grad_initial, bool reverse,
-                                           bool right_to_left, unsigned threads, std::uintptr_t stream,
-                                           const std::string& math, python_workspace& workspace) {
-  with_backend(
-      m, "matrices", threads, stream,
-      [&](const auto& exec) {
-        dispatch_runtime_matrix(m, "matrices", [&](auto scalar, index_t n) {
-          using S = decltype(scalar);
-          require_dtype<S>(grad_m, "grad_matrices");
-          const array_shape sm = element_shape_of(m, "matrices", 2, n),
-                            sd = element_shape_of(grad_m, "grad_matrices", 2, n);
-          const batch_plan plan = plan_batch(dim, {sm, sd});
-          const auto in = matrices_view<const S>(m.data(), sm, plan, n);
-          const index_t values = in.count() * n * n;
-          parascan::matrix_backward_options<S> o;
-          o.reverse = reverse, o.math = math_of(math);
-          o.initial = per_sequence<S>(initial, values, "initial");
-          o.grad_initial = per_sequence<S>(grad_initial, values, "grad_initial");
-          const S* g = per_sequence<S>(std::optional<in_array>(grad_result), values, "grad_result");
-          dispatch_order(right_to_left, [&](auto order) {
-            pyext::runtime_matrix_chain_product_backward<order.value, std::decay_t<decltype(exec)>, S>(
-                exec, in, g, matrices_view<S>(grad_m.data(), sd, plan, n), o);
-          });
-        });
-      },
-      workspace.get());
 }
 
 void matrix_chain_product_backward(const in_array& m, const in_array& grad_result, const out_array& grad_m, int dim,
@@ -949,30 +869,24 @@ void matrix_chain_product_backward(const in_array& m, const in_array& grad_resul
                                    const std::optional<out_array>& grad_initial, bool reverse, bool right_to_left,
                                    unsigned threads, std::uintptr_t stream, const std::string& math,
                                    const std::optional<nb::callable>& workspace) {
-  if (runtime_chain(m, math)) {
-    python_workspace source(workspace);
-    return runtime_matrix_chain_product_backward(m, grad_result, grad_m, dim, initial, grad_initial, reverse,
-                                                 right_to_left, threads, stream, math, source);
-  }
-  with_backend(m, "matrices", threads, stream, [&](const auto& exec) {
-    dispatch_matrix(m, "matrices", [&](auto scalar, auto N) {
-      using S = decltype(scalar);
-      using M = matrix_of<S, N.value>;
-      require_dtype<S>(grad_m, "grad_matrices");
-      const array_shape sm = element_shape_of(m, "matrices", 2, N), sd = element_shape_of(grad_m, "grad_matrices", 2, N);
-      const batch_plan plan = plan_batch(dim, {sm, sd});
-      const auto in = view_at<const M>(m.data(), sm, plan);
-      const index_t values = in.count() * N * N;
-      parascan::backward_options<M> o;
-      o.reverse = reverse;
-      o.initial = reinterpret_cast<const M*>(per_sequence<S>(initial, values, "initial"));
-      o.grad_initial = reinterpret_cast<M*>(per_sequence<S>(grad_initial, values, "grad_initial"));
-      const auto* g =
-          reinterpret_cast<const M*>(per_sequence<S>(std::optional<in_array>(grad_result), values, "grad_result"));
-      dispatch_order(right_to_left, [&](auto order) {
-        pyext::matrix_chain_product_backward<order.value, std::decay_t<decltype(exec)>, S, N.value>(
-            exec, in, g, view_at<M>(grad_m.data(), sd, plan), o);
-      });
+  with_chain(m, threads, stream, math, workspace, [&](const auto& exec, auto scalar, auto size, index_t n) {
+    using S = decltype(scalar);
+    require_dtype<S>(grad_m, "grad_matrices");
+    const array_shape sm = element_shape_of(m, "matrices", 2, n),
+                      sd = element_shape_of(grad_m, "grad_matrices", 2, n);
+    const batch_plan plan = plan_batch(dim, {sm, sd});
+    const auto in = chain_view<const S>(m.data(), sm, plan, size);
+    const index_t values = in.count() * n * n;
+    auto o = chain_options<S, true>(size, math);
+    o.reverse = reverse;
+    o.initial = reinterpret_cast<decltype(o.initial)>(per_sequence<S>(initial, values, "initial"));
+    o.grad_initial =
+        reinterpret_cast<decltype(o.grad_initial)>(per_sequence<S>(grad_initial, values, "grad_initial"));
+    const auto* g = reinterpret_cast<decltype(o.initial)>(
+        per_sequence<S>(std::optional<in_array>(grad_result), values, "grad_result"));
+    dispatch_order(right_to_left, [&](auto order) {
+      pyext::matrix_chain_product_backward<order.value, std::decay_t<decltype(exec)>, S>(
+          exec, in, g, chain_view<S>(grad_m.data(), sd, plan, size), o);
     });
   });
 }

@@ -263,9 +263,9 @@ def test_runtime_size_chains_match_the_host(n, dtype):
     close(pt.matrix_chain(M.to(CUDA), dim=1), want, tol)
     close(pt.matrix_chain_product(M.to(CUDA), dim=1), want[:, -1], tol)
     if dtype == torch.float32:
-        for math, loose in (("tf32", 3e-2), ("bf16", 2e-1)):
-            close(pt.matrix_chain(M.to(CUDA), dim=1, math=math), want, loose)
-            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, math=math), want[:, -1], loose)
+        for mode, loose in (("tf32", 3e-2), ("bf16", 2e-1)):
+            close(pt.matrix_chain(M.to(CUDA), dim=1, math=mode), want, loose)
+            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, math=mode), want[:, -1], loose)
 
 
 def test_runtime_size_chain_workspace_from_torch():

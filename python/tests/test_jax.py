@@ -107,6 +107,8 @@ def test_matrix_gradients_through_xla(device):
     np.testing.assert_allclose(np.asarray(mapped), np.asarray(pj.matrix_chain_product(W, dim=1)), rtol=1e-12)
     with pytest.raises(ValueError, match="N x N matrices"):
         pj.matrix_chain(on(device, np.ones((2, 5, 5, 5))))
+    with pytest.raises(ValueError, match="math"):  # the generic entry on JAX arrays: parascan.jax, exact only
+        parascan.matrix_chain(on(device, np.ones((2, 5, 2, 2))), dim=1, math="tf32")
     with pytest.raises(ValueError, match="b.shape"):
         pj.affine_recurrence(W, on(device, np.ones((2, 9, 4))))
     with pytest.raises(ValueError, match="order"):
