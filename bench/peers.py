@@ -9,8 +9,8 @@ recorded as FAIL and not timed; then CUDA events around one call, median of --ru
 --warmup (3) calls, L2 flushed by a 256 MiB memset before each run (BENCH_FLUSH=read: by a read of 256 MiB,
 which leaves no dirty lines for the timed call to write back; as parascan_bench_cuda --flush). Bytes: each
 input read once, each output written once (fp32 12 bytes a step, bf16 6, complex64 24). fraction_of_copy
-divides the effective GB/s by the copy floor: --copy-gbs (the C++ bench's figure from the same run) when given, else the
-fastest torch copy (clone and copy_ of a 2 GiB tensor) measured here.
+divides the effective GB/s by the copy floor: --copy-gbs (the C++ bench's figure from the same run) when
+given, else the fastest torch copy (clone and copy_ of a 2 GiB tensor) measured here.
 
 What runs: accelerated_scan.warp (its CUDA kernel, compiled at import by torch's load_inline) and
 accelerated_scan.scalar (Triton), called as the package's autograd functions call them
