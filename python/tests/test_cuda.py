@@ -193,12 +193,10 @@ def random_matrices(shape, n, dtype, seed):
             / (3 * n)).to(dtype)
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_matrices_match_the_host(n, dtype):
-    tol = 1e-4 if dtype == torch.float32 else 1e-11
-    M = random_matrices((3, 200), n, dtype, n)  # (B, T, N, N): time along dim 1
-    M0 = random_matrices((3,), n, dtype, n + 1)
+def chains_match_the_host(M, M0, tol):
+    """The matrix chains of M (B, T, N, N) on the GPU against the host's: prefix (initial M0, final), product,
+    both backward passes; both orders, forward and reverse."""
+    gP = torch.randn(M.shape, dtype=torch.float64).to(M.dtype)
     for order in ("left_to_right", "right_to_left"):
         for reverse in (False, True):
             want, want_final = parascan.matrix_chain(M, dim=1, initial=M0, reverse=reverse, order=order,
@@ -208,9 +206,10 @@ def test_matrices_match_the_host(n, dtype):
             assert got.device.type == "cuda"
             close(got, want, tol)
             close(got_final, want_final, tol)
+            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, initial=M0.to(CUDA), reverse=reverse,
+                                                order=order), want_final, tol)
             close(parascan.matrix_chain_product(M.to(CUDA), dim=1, reverse=reverse, order=order),
                   parascan.matrix_chain_product(M, dim=1, reverse=reverse, order=order), tol)
-            gP = torch.randn(M.shape, dtype=torch.float64).to(dtype)
             close(parascan.matrix_chain_backward(M.to(CUDA), want.to(CUDA), gP.to(CUDA), dim=1, initial=M0.to(CUDA),
                                                  reverse=reverse, order=order),
                   parascan.matrix_chain_backward(M, want, gP, dim=1, initial=M0, reverse=reverse, order=order), tol)
@@ -218,6 +217,14 @@ def test_matrices_match_the_host(n, dtype):
                                                          reverse=reverse, order=order),
                   parascan.matrix_chain_product_backward(M, gP[:, 0], dim=1, initial=M0, reverse=reverse,
                                                          order=order), tol)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrices_match_the_host(n, dtype):
+    tol = 1e-4 if dtype == torch.float32 else 1e-11
+    M = random_matrices((3, 200), n, dtype, n)  # (B, T, N, N): time along dim 1
+    chains_match_the_host(M, random_matrices((3,), n, dtype, n + 1), tol)
     b = torch.randn(3, 200, n, dtype=torch.float64).to(dtype)
     x0 = torch.randn(3, n, dtype=torch.float64).to(dtype)
     want, want_final = parascan.affine_recurrence(M, b, dim=1, initial=x0, return_final=True)
@@ -239,25 +246,7 @@ def test_runtime_size_chains_match_the_host(n, dtype):
     every option, both orders, their backward passes; float32 with tensor-core arithmetic too (math)."""
     tol = 1e-4 if dtype == torch.float32 else 1e-11
     M = random_matrices((2, 150), n, dtype, n)
-    M0 = random_matrices((2,), n, dtype, n + 1)
-    gP = torch.randn(M.shape, dtype=torch.float64).to(dtype)
-    for order in ("left_to_right", "right_to_left"):
-        for reverse in (False, True):
-            want, want_final = parascan.matrix_chain(M, dim=1, initial=M0, reverse=reverse, order=order,
-                                                     return_final=True)
-            got, got_final = parascan.matrix_chain(M.to(CUDA), dim=1, initial=M0.to(CUDA), reverse=reverse,
-                                                   order=order, return_final=True)
-            close(got, want, tol)
-            close(got_final, want_final, tol)
-            close(parascan.matrix_chain_product(M.to(CUDA), dim=1, initial=M0.to(CUDA), reverse=reverse,
-                                                order=order), want_final, tol)
-            close(parascan.matrix_chain_backward(M.to(CUDA), want.to(CUDA), gP.to(CUDA), dim=1, initial=M0.to(CUDA),
-                                                 reverse=reverse, order=order),
-                  parascan.matrix_chain_backward(M, want, gP, dim=1, initial=M0, reverse=reverse, order=order), tol)
-            close(parascan.matrix_chain_product_backward(M.to(CUDA), gP[:, 0].to(CUDA), dim=1, initial=M0.to(CUDA),
-                                                         reverse=reverse, order=order),
-                  parascan.matrix_chain_product_backward(M, gP[:, 0], dim=1, initial=M0, reverse=reverse,
-                                                         order=order), tol)
+    chains_match_the_host(M, random_matrices((2,), n, dtype, n + 1), tol)
     # The torch ops, their workspace from PyTorch's caching allocator.
     want = parascan.matrix_chain(M, dim=1)
     close(pt.matrix_chain(M.to(CUDA), dim=1), want, tol)
