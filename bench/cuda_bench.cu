@@ -256,14 +256,6 @@ __global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ 
   for (; i < n4; i += stride) out[i] = in[i];
 }
 
-/// --flush read: every line of the flush buffer read once (clean lines, nothing left to write back).
-__global__ void read_flush_kernel(const float4* __restrict__ p, std::size_t n4, float* sink) {
-  float acc = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4; i += std::size_t(gridDim.x) * blockDim.x)
-    acc += p[i].x;
-  if (acc == 1234.5f) *sink = acc;  // never (the buffer is zero): keeps the loads
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Records, settings, the timer.
 
@@ -308,8 +300,7 @@ struct context {
         f, runs > 0 ? runs : opt.runs, opt.warmup,
         [&](int i) {
           if (opt.read_flush) {
-            read_flush_kernel<<<sms * 8, 256>>>(reinterpret_cast<const float4*>(flush->p), flush->n / 16 - 1,
-                                                reinterpret_cast<float*>(flush->p + flush->n - 16));
+            bench::read_flush(flush->p, flush->n, sms * 8);
             check(cudaGetLastError(), "L2 flush");
           } else {
             check(cudaMemsetAsync(flush->p, i & 0xff, flush->n), "L2 flush");

@@ -29,6 +29,23 @@ struct event_pair {
   }
 };
 
+/// Reads every 16 bytes of [p, p + 16 * n4): an L2 flush that leaves clean lines, where a memset's leave
+/// dirty ones for the timed call to write back. `sink` lies outside that range; it is never written (the
+/// test keeps the loads). A template: several benches include this header.
+template <class T = float4>
+__global__ void read_all_kernel(const T* __restrict__ p, std::size_t n4, float* sink) {
+  float acc = 0;
+  for (std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; k < n4; k += std::size_t(gridDim.x) * blockDim.x)
+    acc += p[k].x + p[k].w;
+  if (acc == 12345.f) *sink = acc;
+}
+
+/// The read flush of a buffer of `bytes` (a multiple of 16) whose last 16 bytes serve as the sink.
+inline void read_flush(void* buffer, std::size_t bytes, int blocks) {
+  read_all_kernel<<<blocks, 256>>>(static_cast<const float4*>(buffer), bytes / 16 - 1,
+                                   reinterpret_cast<float*>(static_cast<char*>(buffer) + bytes - 16));
+}
+
 template <class F, class Before, class Check>
 double median_event_ms(F&& f, int runs, int warmup, Before&& before, Check&& check) {
   event_pair e;
