@@ -24,7 +24,10 @@
 #include <cuda_runtime.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +36,9 @@
 #include "../cuda.cuh"
 #include "../matrix_sequences.hpp"
 #include "check.cuh"
+#include "chain_tree.cuh"
 #include "memory.cuh"
+#include "tf32_panel_chain.cuh"
 
 namespace parascan {
 namespace detail {
@@ -181,7 +186,6 @@ void strided_products(cublasHandle_t handle, index_t N, operand_form a, operand_
   }
 }
 
-constexpr int max_tree_levels = 64;
 /// Up to this many chains of matrices from strided_size up run each chain's part of a call as one strided
 /// call (a launch a chain); more chains, or smaller matrices (whose products cost less than a cuBLAS call's
 /// host time: at N = 64 a chain of 1000 took 0.13 ms through pointer arrays, 0.27 ms strided, H100), take
@@ -232,84 +236,6 @@ void copy_matrices(const chain_matrix<const S>& from, const chain_matrix<S>& to,
     check_launch("matrix chain (copy)");
   }
 }
-
-/// Where every product of a tree lives: pointer arrays of every batched call, built in one kernel. Item
-/// ranges, level by level: [first pairs: count][other pairs: count (m[l+1] - 1)][even positions: count
-/// down[l]], then (prefix) [the exclusive final products: count].
-template <class S>
-struct chain_tree {
-  matrix_sequences<const S> in;
-  matrix_sequences<S> out;  // prefix only
-  const S* initial = nullptr;
-  S* final = nullptr;       // exclusive prefix: the final products' destination
-  S* result = nullptr;      // reduce: the last pair's destination
-  S* work = nullptr;
-  bool reverse = false, left_to_right = true, prefix = true;
-  index_t count = 0, n = 0, NN = 0, lead = 0, out_shift = 0;
-  int levels = 0;                       // levels with pairs
-  index_t m[max_tree_levels + 1] = {};  // chain length of each level
-  index_t work_at[max_tree_levels] = {};  // each level's pairs in `work` (scalars)
-  index_t item_at[max_tree_levels + 2] = {};  // each level's first item; [levels]: the final products
-
-  PARASCAN_HD index_t pairs(int l) const { return m[l] / 2; }
-  PARASCAN_HD index_t next_length(int l) const { return prefix ? m[l] / 2 : (m[l] + 1) / 2; }
-  PARASCAN_HD index_t evens(int l) const { return prefix ? (m[l] - 1) / 2 : 0; }  // even positions >= 2
-  PARASCAN_HD index_t time_of(index_t p) const { return reverse ? n - 1 - p : p; }
-
-  PARASCAN_HD const S* x0(index_t s, index_t i) const {
-    if (i < lead) return initial + s * NN;
-    return in.origins.begin_of(s) + time_of(i - lead) * in.origins.time_stride;
-  }
-  /// Level-0 output slot i of chain s (null: nothing, the initial matrix's own slot).
-  PARASCAN_HD S* o0(index_t s, index_t i) const {
-    const index_t p = i + out_shift;
-    return p < 0 ? nullptr : out.origins.begin_of(s) + time_of(p) * out.origins.time_stride;
-  }
-  /// Pair j of level l: in time order, so that every call's operands step in one direction (strided calls).
-  PARASCAN_HD index_t slot(int l, index_t j) const { return reverse ? next_length(l) - 1 - j : j; }
-  PARASCAN_HD S* w(int l, index_t s, index_t j) const {
-    return work + work_at[l] + (s * next_length(l) + slot(l, j)) * NN;
-  }
-  PARASCAN_HD S* o(int l, index_t s, index_t j) const { return o0(s, ((j + 1) << l) - 1); }
-  PARASCAN_HD const S* x(int l, index_t s, index_t j) const {
-    if (l == 0) return x0(s, j);
-    if (prefix && j == 0) return o(l, s, 0);
-    return w(l - 1, s, j);
-  }
-  /// Where pair j of level l goes: its prefix slot (prefix, j = 0), `result` (reduce, the last pair).
-  PARASCAN_HD S* pair_target(int l, index_t s, index_t j) const {
-    if (prefix && j == 0) return o(l + 1, s, 0);
-    if (!prefix && m[l] == 2) return result + s * NN;
-    return w(l, s, j);
-  }
-  /// The pointers of item k (see the item ranges above): C = A B.
-  PARASCAN_HD void item(index_t k, const S*& a, const S*& b, S*& c) const {
-    int l = 0;
-    while (l < levels && k >= item_at[l + 1]) ++l;
-    index_t r = k - item_at[l];
-    const S *earlier, *later;
-    if (l == levels) {  // the exclusive final product: out[n - 1] then in[n - 1]
-      const index_t s = r;
-      earlier = out.origins.begin_of(s) + time_of(n - 1) * out.origins.time_stride;
-      later = in.origins.begin_of(s) + time_of(n - 1) * in.origins.time_stride;
-      c = final + s * NN;
-    } else if (r < count * pairs(l)) {  // pair j of chain s, the first pairs of every chain first
-      const index_t s = r < count ? r : (r - count) / (pairs(l) - 1);
-      const index_t j = r < count ? 0 : (r - count) % (pairs(l) - 1) + 1;
-      earlier = x(l, s, 2 * j);
-      later = x(l, s, 2 * j + 1);
-      c = pair_target(l, s, j);
-    } else {  // even position 2j >= 2 of chain s: O[2j] = O[2j - 1] X[2j]
-      r -= count * pairs(l);
-      const index_t s = r / evens(l), j = r % evens(l) + 1;
-      earlier = o(l, s, 2 * j - 1);
-      later = x(l, s, 2 * j);
-      c = o(l, s, 2 * j);
-    }
-    a = left_to_right ? earlier : later;
-    b = left_to_right ? later : earlier;
-  }
-};
 
 template <class S>
 __global__ void build_tree_pointers(chain_tree<S> tree, index_t items, const S** a, const S** b, S** c) {
@@ -424,6 +350,99 @@ void run_tree(cublasHandle_t handle, cudaStream_t stream, const chain_tree<S>& t
   call(t.item_at[t.levels], finals, out_form, in_form, operand_form{out_form.storage, N});
 }
 
+template <class S>
+void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
+                      const matrix_sequences<const S>& in, const matrix_sequences<S>* out, const matrix_options<S>& opts,
+                      S* result);
+
+/// How many groups each chain is cut into for the TF32 panels (tf32_panel_chain.cuh), 0 where they do not
+/// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies, a device that runs them; a
+/// reduction, or a prefix at N = 128 without an exclusive final product (the tree's last call). At N = 256 a
+/// prefix's two passes and the tree over its carries (0.60 ms for 1024 factors, H200) lose to the tree
+/// alone (0.58). As many groups as fill the device once, each of at least four factors, at least one block
+/// a multiprocessor (else the tree's levels are as fast); for a reduction a power of two where that keeps
+/// three quarters of them (an odd level of the tree over the group products copies its leftover along: 7
+/// us a copy at N = 256, as long as the level's GEMMs). One chain of 1000 256 x 256 factors: 64 groups.
+template <class S>
+index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool final_product) {
+  if constexpr (!std::is_same<S, float>::value) {
+    return 0;
+  } else {
+    const matrix_sequences<const S>& in = t.in;
+    const index_t N = in.size, m = t.m[0];
+    if (opts.math != matrix_math::tf32 || !(N == 128 || (N == 256 && !t.prefix)) || final_product || m < 4 ||
+        !panel_chains_enabled())
+      return 0;
+    const auto whole_pieces = [](index_t v) { return v % 4 == 0; };
+    const sequences<const S>& o = in.origins;
+    if (reinterpret_cast<std::uintptr_t>(o.data) % 16 != 0 || !whole_pieces(in.ld) || !whole_pieces(o.time_stride) ||
+        (o.extent[0] > 1 && o.offsets == nullptr && !whole_pieces(o.stride[0])) ||
+        (o.extent[1] > 1 && !whole_pieces(o.stride[1])))
+      return 0;
+    const index_t panels = N / 128,
+                  slots = index_t(engine::multiprocessors()) *
+                          (N == 128 ? panel_blocks_per_multiprocessor<128>() : panel_blocks_per_multiprocessor<256>());
+    if (slots == 0) return 0;
+    index_t groups = std::min(slots / (t.count * panels), m / 4);
+    if (!t.prefix) {
+      index_t power = groups;
+      while (power & (power - 1)) power &= power - 1;
+      if (4 * power >= 3 * groups) groups = power;
+    }
+    return groups >= 1 && 2 * t.count * groups * panels >= slots ? groups : 0;
+  }
+}
+
+/// A chain on the TF32 panels: pass 1 into group products, the tree over them (the product, or the
+/// carries: the exclusive prefix of the groups), pass 2 (a prefix) from the carries, writing every step.
+inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
+                            const chain_tree<float>& t, const matrix_sequences<float>* out, matrix_storage dense_storage,
+                            matrix_math math, index_t groups, float* result) {
+  const index_t N = t.in.size, NN = N * N, count = t.count;
+  if (log_plans())
+    std::fprintf(stderr, "parascan: %s %lld chains of %lld %lldx%lld matrices: TF32 panels, %lld groups a chain\n",
+                 t.prefix ? "matrix_chain" : "matrix_chain_product", static_cast<long long>(count),
+                 static_cast<long long>(t.m[0]), static_cast<long long>(N), static_cast<long long>(N),
+                 static_cast<long long>(groups));
+  panel_pass p;
+  p.tree = t;
+  p.groups = groups;
+  const bool transpose = order == chain_order::right_to_left;
+  p.factor = strides_of(t.in.storage, t.in.ld, transpose);
+  p.dense = strides_of(dense_storage, N, transpose);
+  p.start_first = t.lead ? p.dense : p.factor;
+  if (out != nullptr) p.out = strides_of(out->storage, out->ld, transpose);
+  const auto run = [&](const panel_pass& q) {
+    if (N == 128)
+      launch_panel_pass<128>(q, stream);
+    else
+      launch_panel_pass<256>(q, stream);
+  };
+  matrix_options<float> inner;
+  inner.math = math;
+  // Pass 1: every group's product (a prefix needs all but the last).
+  p.launched = t.prefix ? groups - 1 : groups;
+  temp_buffer products(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
+  p.products = products.as<float>();
+  const auto dense_chain = [&](float* data, index_t length) {
+    return matrices_at(strided(data, count, 1, length * NN, 0, length, NN), N, N, dense_storage);
+  };
+  if (p.launched > 0) run(p);
+  if (!t.prefix) {
+    run_cublas_chain<float>(stream, alloc, order, dense_chain(p.products, groups), nullptr, inner, result);
+    return;
+  }
+  temp_buffer carries(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
+  const matrix_sequences<float> carry_view = dense_chain(carries.as<float>(), p.launched);
+  if (p.launched > 0)
+    run_cublas_chain<float>(stream, alloc, order, dense_chain(p.products, p.launched), &carry_view, inner, nullptr);
+  p.launched = groups;
+  p.products = nullptr;
+  p.carries = carries.as<float>();
+  p.write_steps = true;
+  run(p);
+}
+
 /// A chain's matrices through cuBLAS, its pointers known to be the device's (the workspace of a call in a
 /// stream being captured into a graph is not mapped yet, so it is never asked): plans the tree, builds its
 /// pointer arrays and runs it. `result` non-null: a reduction.
@@ -461,20 +480,7 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
   // initial matrix, that factor itself (no I M: an infinite entry would give NaN).
   const bool final_product = prefix && exclusive && opts.final != nullptr && (n >= 2 || (n == 1 && t.lead));
   const index_t work = plan_tree(t, final_product);
-
-  cublas_lease handle(stream);
-  temp_buffer work_buffer(alloc, stream, std::size_t(work) * sizeof(S));
-  const index_t items = t.item_at[t.levels + 1];
-  temp_buffer pointers(alloc, stream, std::size_t(items) * 3 * sizeof(void*));
-  t.work = work_buffer.as<S>();
-  const S** a = pointers.as<const S*>();
-  const S** b = a + items;
-  S** c = pointers.as<S*>() + 2 * items;
-  if (items > 0) {
-    const unsigned blocks = unsigned(std::min<index_t>((items + 255) / 256, 65536));
-    build_tree_pointers<S><<<blocks, 256, 0, stream>>>(t, items, a, b, c);
-    check_launch("matrix chain (pointers)");
-  }
+  const index_t groups = panel_groups<S>(t, opts, final_product);
 
   // Level 0's first factor is its own prefix: copied to its output (unless it is the initial matrix of an
   // inclusive scan, which has none); an exclusive scan without one starts from the identity.
@@ -504,8 +510,25 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
     if (exclusive && !t.lead && n >= 1) copy_matrices<S>(chain_matrix<const S>{}, output_at(0), count, N, stream);
     if (t.m[0] >= 1 && t.out_shift >= 0) copy_matrices<S>(first_factor, output_at(t.out_shift), count, N, stream);
   }
-  run_tree<S>(handle.get(), stream, t, a, b, c, in_form, out_form, dense_form, t.lead ? dense_form : in_form,
-              opts.math);
+  if constexpr (std::is_same<S, float>::value)
+    if (groups > 0) run_panel_chain(stream, alloc, order, t, out, kept, opts.math, groups, result);
+  if (groups == 0) {
+    cublas_lease handle(stream);
+    temp_buffer work_buffer(alloc, stream, std::size_t(work) * sizeof(S));
+    const index_t items = t.item_at[t.levels + 1];
+    temp_buffer pointers(alloc, stream, std::size_t(items) * 3 * sizeof(void*));
+    t.work = work_buffer.as<S>();
+    const S** a = pointers.as<const S*>();
+    const S** b = a + items;
+    S** c = pointers.as<S*>() + 2 * items;
+    if (items > 0) {
+      const unsigned blocks = unsigned(std::min<index_t>((items + 255) / 256, 65536));
+      build_tree_pointers<S><<<blocks, 256, 0, stream>>>(t, items, a, b, c);
+      check_launch("matrix chain (pointers)");
+    }
+    run_tree<S>(handle.get(), stream, t, a, b, c, in_form, out_form, dense_form, t.lead ? dense_form : in_form,
+                opts.math);
+  }
 
   // The final product (prefix) or a reduction of fewer than two matrices.
   S* target = prefix ? opts.final : result;

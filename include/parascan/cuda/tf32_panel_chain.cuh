@@ -1,0 +1,340 @@
+// Runtime-size fp32 chains of 128 x 128 and 256 x 256 matrices with TF32 arithmetic, as groups of
+// consecutive factors multiplied on chip: the first levels of cublas_chain.cuh's tree, fused.
+//
+// Why: cuBLAS's tree writes every partial product to memory and reads it back a level later. At N = 256 its
+// first three levels (500, 250, 125 GEMMs) move 670 MB and are bound by those bytes (85% of copy on an
+// H200). Here a block keeps a panel of 128 rows of its group's running product in shared memory and
+// streams the group's factors through a cp.async ring, one factor after the other: each factor is read
+// once from memory (the group's other panel reads it from the L2), and only the group's product (or, for
+// a prefix, each step's output) is written.
+//
+// A call (cublas_chain.cuh, run_panel_chain): pass 1 multiplies each group (balanced groups of at least 4
+// factors, enough of them to fill the device once) into dense workspace; the group products then go
+// through the tree (the product, or the carries: the exclusive prefix of the groups); a prefix then runs
+// pass 2, each group from its carry, writing every step.
+//
+// Arithmetic: m16n8k8 TF32 mma.sync (warps as 2 x 4 over the 128 x N panel, 64 x N/4 each); operands
+// rounded to TF32 (to nearest: the panel as it is stored, the factors' fragments as they are loaded),
+// products accumulated in fp32. A right_to_left chain runs as left_to_right over the transposes
+// ((X_t ... X_0)^T = X_0^T ... X_t^T), which only swaps strides.
+//
+// Measured (H200, the product of 1000 256 x 256 factors, bench/chain_probe.cu): pass 1 207 us, its tensor
+// pipe active 51% of the time (2 warps a scheduler, 255 registers: fragments are not double-buffered),
+// the tree over 64 group products 50 us; the call 0.255 ms against the tree's 0.275 (3.45x the exact
+// product, against 3.2x). mma.sync's TF32 rate on Hopper is half of wgmma's, which this kernel does not use.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "../chain_order.hpp"
+#include "../matrix_sequences.hpp"
+#include "chain_tree.cuh"
+#include "check.cuh"
+#include "device.cuh"
+#include "matrix.cuh"
+
+namespace parascan {
+namespace detail {
+
+/// Entry (i, j) of a matrix at base[i * rows + j * cols] (strides in scalars).
+struct matrix_strides {
+  index_t rows = 0, cols = 0;
+};
+
+/// The strides of a matrix stored as `storage` with leading dimension `ld`, read as itself or (transpose)
+/// as its transpose.
+PARASCAN_HD inline matrix_strides strides_of(matrix_storage storage, index_t ld, bool transpose) {
+  const bool rows_apart = (storage == matrix_storage::row_major) != transpose;
+  return rows_apart ? matrix_strides{ld, 1} : matrix_strides{1, ld};
+}
+
+/// The shape of a block: a panel of `rows` rows of the running product, N/rows panels a matrix.
+template <int N>
+struct panel_shape {
+  static_assert(N == 128 || N == 256, "panel chains: N = 128 or 256");
+  static constexpr int rows = 128, panels = N / rows, threads = 256;
+  static constexpr int warp_rows = 64, warp_cols = N / 4;  // warps as 2 x 4
+  static constexpr int m_tiles = warp_rows / 16, n_tiles = warp_cols / 8;
+  // Factor rows (the product's k) a stage holds, and stages: 32 x 3 (128 mma a warp a barrier) read 0.255 ms
+  // for the product of 1000 256 x 256 factors where 16 x 6 and 16 x 5 read 0.279-0.282 (H200).
+  static constexpr int slab = 32, stages = 3;
+  static constexpr int slabs = N / slab;  // a factor
+  // Unpadded rows (224 KiB at N = 256: padding would not leave room for 3 stages), their 16-byte pieces
+  // permuted (XOR) so that each fragment load's 32 lanes fall in 32 banks (below).
+  static constexpr int stage_floats = slab * N;
+  static constexpr std::size_t shared_bytes = std::size_t(rows * N + stages * stage_floats) * sizeof(float);
+
+  /// The panel, entry (r, k): row r's 16-byte pieces XOR r % 8 (ldmatrix reads 8 rows at one piece).
+  static __device__ __forceinline__ int panel_at(int r, int k) { return r * N + (((k >> 2) ^ (r & 7)) << 2) + (k & 3); }
+  /// A stage of factor columns (k contiguous), entry (k, n): column n's pieces XOR n % 8 (ldmatrix, as the panel).
+  static __device__ __forceinline__ int column_at(int k, int n) {
+    return n * slab + (((k >> 2) ^ (n & 7)) << 2) + (k & 3);
+  }
+  /// A stage of factor rows (n contiguous), entry (k, n): row k's pieces XOR 2 (k % 4): a b fragment's lanes
+  /// (k = t, n = g: pieces c, c + 1 for g < 4, >= 4) land in 8 distinct pieces of 128 bytes.
+  static __device__ __forceinline__ int row_at(int k, int n) { return k * N + (((n >> 2) ^ ((k & 3) << 1)) << 2) + (n & 3); }
+};
+
+/// One pass of a panel chain. Group g of chain s covers level-0 items [first(g), first(g + 1)) of the tree
+/// (`x0`: the initial matrix, then the factors in time order; `o0`: their outputs).
+struct panel_pass {
+  chain_tree<float> tree;
+  index_t groups = 0;                  // a chain
+  index_t launched = 0;                // groups a chain this pass runs: all, or (pass 1 of a prefix) all but the last
+  // Strides as read (a right_to_left chain reads everything transposed):
+  matrix_strides factor, start_first;  // the factors; level-0 item 0 (the initial matrix, or a factor)
+  matrix_strides dense;                // the workspace's dense matrices (group products, carries)
+  matrix_strides out;                  // the outputs (pass 2)
+  float* products = nullptr;           // pass 1: group g of chain s at (s * launched + g) N^2
+  const float* carries = nullptr;      // pass 2: carry of group g >= 1 at (s * (groups - 1) + g - 1) N^2
+  bool write_steps = false;            // pass 2
+
+  PARASCAN_HD index_t first(index_t g) const { return g * tree.m[0] / groups; }
+};
+
+/// x as a TF32 operand rounded to nearest: the tensor cores keep a TF32 operand's top 19 bits
+/// (truncation, which shrinks a long product geometrically: (1 - 2^-11)^1000 at N = 256), so adding half of
+/// the dropped part rounds it (ties away from zero, as cvt.rna, which sm_90 runs as several instructions);
+/// infinities stay, the largest finite values round to them. (A NaN whose payload fills the top mantissa
+/// bits wraps to zero; the default quiet NaN stays.)
+__device__ __forceinline__ unsigned tf32_operand(float x) { return __float_as_uint(x) + 0x1000u; }
+
+__device__ __forceinline__ void copy_16_async(float* shared, const float* global) {
+  const unsigned to = unsigned(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+/// A block: one panel of one group. K_CONTIGUOUS: the factors, as read (transposed or not), keep each
+/// column's entries adjacent (else each row's).
+template <int N, bool K_CONTIGUOUS>
+__global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else never launched)
+  using shape = panel_shape<N>;
+  extern __shared__ float4 shared_words[];
+  float* panel = reinterpret_cast<float*>(shared_words);
+  float* ring = panel + shape::rows * N;
+
+  const index_t block = blockIdx.x;
+  const int part = int(block % shape::panels);
+  const index_t g = (block / shape::panels) % p.launched, s = block / (shape::panels * p.launched);
+  const index_t row0 = index_t(part) * shape::rows;
+  const index_t NN = index_t(N) * N;
+  const index_t first = p.first(g), last = p.first(g + 1);
+
+  // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
+  const bool from_carry = p.carries != nullptr && g > 0;
+  const float* start = from_carry ? p.carries + (s * (p.groups - 1) + g - 1) * NN : p.tree.x0(s, first);
+  const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.start_first : p.factor;
+  const index_t step_first = from_carry ? first : first + 1, steps = last - step_first;
+  // Threads along k where the start's rows are contiguous; else 8 rows x 4 columns a warp (32 bytes of each
+  // of 4 columns; in the panel 8 pieces XOR-apart: 32 banks).
+  for (int e = int(threadIdx.x); e < shape::rows * N; e += shape::threads) {
+    const int r = ss.cols == 1 ? e / N : (e & 7) + 8 * ((e >> 5) % (shape::rows / 8)),
+              k = ss.cols == 1 ? e % N : ((e >> 3) & 3) + 4 * (e / (4 * shape::rows));
+    panel[shape::panel_at(r, k)] = __uint_as_float(tf32_operand(start[(row0 + r) * ss.rows + k * ss.cols]));
+  }
+
+  // Slab q: rows [slab (q % slabs), + slab) of factor step_first + q / slabs, into stage q % stages. The
+  // factors of chain s in time order from `factors` (computed once: a view's place costs a division).
+  const float* factors = p.tree.in.origins.begin_of(s);
+  const index_t time_stride = p.tree.in.origins.time_stride;
+  // This thread's pieces of a slab: c * 256 + threadIdx.x, each `step` scalars after the one before in the
+  // factor and `stage_step` in the stage (the XOR permutation is the same for all of them).
+  constexpr int per_thread = shape::slab * N / 4 / shape::threads;
+  const int tid = int(threadIdx.x);
+  const int piece_k = K_CONTIGUOUS ? (tid % (shape::slab / 4)) * 4 : tid / (N / 4),
+            piece_n = K_CONTIGUOUS ? tid / (shape::slab / 4) : (tid % (N / 4)) * 4;
+  const index_t piece_offset = index_t(piece_n) * p.factor.cols + index_t(piece_k) * p.factor.rows,
+                piece_step = K_CONTIGUOUS ? index_t(shape::threads / (shape::slab / 4)) * p.factor.cols
+                                          : index_t(shape::threads / (N / 4)) * p.factor.rows;
+  const int stage_offset = K_CONTIGUOUS ? shape::column_at(piece_k, piece_n) : shape::row_at(piece_k, piece_n);
+  constexpr int stage_step = K_CONTIGUOUS ? (shape::threads / (shape::slab / 4)) * shape::slab
+                                          : (shape::threads / (N / 4)) * N;
+  const auto load = [&](index_t q) {
+    const int k0 = int(q % shape::slabs) * shape::slab;
+    const float* x = factors + p.tree.time_of(step_first + q / shape::slabs - p.tree.lead) * time_stride +
+                     index_t(k0) * p.factor.rows + piece_offset;
+    float* stage = ring + int(q % shape::stages) * shape::stage_floats + stage_offset;
+#pragma unroll
+    for (int c = 0; c < per_thread; ++c) copy_16_async(stage + c * stage_step, x + c * piece_step);
+  };
+
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, lg = lane / 4, lt = lane % 4;
+  const int warp_row = (warp / 4) * shape::warp_rows, warp_col = (warp % 4) * shape::warp_cols;
+  float acc[shape::m_tiles][shape::n_tiles][4];
+  const auto clear = [&] {
+#pragma unroll
+    for (int i = 0; i < shape::m_tiles; ++i)
+#pragma unroll
+      for (int j = 0; j < shape::n_tiles; ++j)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) acc[i][j][v] = 0;
+  };
+  // Writes the accumulators (the panel of the product so far) to `to` (strides st), or, to_panel, back
+  // into the panel as TF32.
+  const auto write = [&](float* to, matrix_strides st, bool to_panel) {
+#pragma unroll
+    for (int i = 0; i < shape::m_tiles; ++i)
+#pragma unroll
+      for (int j = 0; j < shape::n_tiles; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp_row + i * 16 + lg + 8 * h, c = warp_col + j * 8 + 2 * lt;
+          const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+          if (to_panel) {
+            *reinterpret_cast<float2*>(panel + shape::panel_at(r, c)) =
+                make_float2(__uint_as_float(tf32_operand(v0)), __uint_as_float(tf32_operand(v1)));
+          } else {
+            float* at = to + (row0 + r) * st.rows + index_t(c) * st.cols;
+            at[0] = v0;
+            at[st.cols] = v1;
+          }
+        }
+  };
+
+  const index_t total = steps * shape::slabs;
+#pragma unroll
+  for (int q = 0; q < shape::stages - 1; ++q) {
+    if (q < total) load(q);
+    commit_copies();
+  }
+  clear();
+  const unsigned panel_base = unsigned(__cvta_generic_to_shared(panel));
+  // ldmatrix: lane i gives row i % 8 of 8 x 4 block i / 8 (rows +8 for blocks 1, 3; columns +4 for 2, 3).
+  const int lane_row = warp_row + (lane & 7) + ((lane >> 3) & 1) * 8, lane_col = (lane >> 4) * 4;
+  for (index_t q = 0; q < total; ++q) {
+    wait_copies<shape::stages - 2>();
+    __syncthreads();
+    if (q + shape::stages - 1 < total) load(q + shape::stages - 1);
+    commit_copies();
+
+    const float* stage = ring + int(q % shape::stages) * shape::stage_floats;
+    const unsigned stage_base = unsigned(__cvta_generic_to_shared(stage));
+    const int k_base = int(q % shape::slabs) * shape::slab;
+#pragma unroll
+    for (int kk = 0; kk < shape::slab; kk += 8) {
+      unsigned a[shape::m_tiles][4];
+#pragma unroll
+      for (int i = 0; i < shape::m_tiles; ++i) {
+        const unsigned at = panel_base + unsigned(shape::panel_at(lane_row + i * 16, k_base + kk + lane_col)) * 4u;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3])
+                     : "r"(at));
+      }
+      // The factor's fragments, rounded here (the panel was rounded when written).
+#pragma unroll
+      for (int j = 0; j < shape::n_tiles; j += 2) {
+        unsigned b[2][2];
+        if (K_CONTIGUOUS) {  // ldmatrix: blocks (j, k), (j, k + 4), (j + 1, k), (j + 1, k + 4), 8 n x 4 k each
+          const unsigned at = stage_base + unsigned(shape::column_at(kk + ((lane >> 3) & 1) * 4,
+                                                                     warp_col + (j + (lane >> 4)) * 8 + (lane & 7))) * 4u;
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(b[0][0]), "=r"(b[0][1]), "=r"(b[1][0]), "=r"(b[1][1])
+                       : "r"(at));
+#pragma unroll
+          for (int h = 0; h < 2; ++h) b[h][0] += 0x1000u, b[h][1] += 0x1000u;  // as tf32_operand
+        } else {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int n = warp_col + (j + h) * 8 + lg, k = kk + lt;
+            b[h][0] = tf32_operand(stage[shape::row_at(k, n)]);
+            b[h][1] = tf32_operand(stage[shape::row_at(k + 4, n)]);
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int i = 0; i < shape::m_tiles; ++i) engine::mma_tf32(acc[i][j + h], a[i], b[h]);
+      }
+    }
+
+    if ((q + 1) % shape::slabs == 0) {  // a factor done: the accumulators hold the panel of the next product
+      const index_t item = step_first + q / shape::slabs;
+      const bool last_step = item == last - 1;
+      if (p.write_steps) {
+        float* o = p.tree.o0(s, item);
+        if (o != nullptr) write(o, p.out, false);
+      } else if (last_step) {
+        write(p.products + (s * p.launched + g) * NN, p.dense, false);
+      }
+      if (!last_step) {
+        __syncthreads();  // every warp has read the panel
+        write(nullptr, p.dense, true);
+        clear();
+      }
+    }
+  }
+  wait_copies<0>();
+#endif
+}
+
+/// Whether TF32 chains may run the panels (PARASCAN_TF32_PANELS=0: the cuBLAS tree instead, e.g. to compare
+/// the two; read once).
+inline bool panel_chains_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARASCAN_TF32_PANELS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// Counts the passes launched (tests check that a case ran here and not on the tree).
+inline std::atomic<long long>& panel_passes() {
+  static std::atomic<long long> count{0};
+  return count;
+}
+
+template <int N, bool K_CONTIGUOUS>
+void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
+  using shape = panel_shape<N>;
+  static std::atomic<int> allowed[64] = {};
+  engine::allow_dynamic_shared(allowed, panel_chain_kernel<N, K_CONTIGUOUS>, int(shape::shared_bytes));
+  const index_t blocks = p.tree.count * p.launched * shape::panels;
+  panel_chain_kernel<N, K_CONTIGUOUS><<<unsigned(blocks), shape::threads, shape::shared_bytes, stream>>>(p);
+  check_launch("matrix chain (TF32 panels)");
+  panel_passes().fetch_add(1, std::memory_order_relaxed);
+}
+
+template <int N>
+void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
+  if (p.factor.rows == 1)
+    launch_panel_pass<N, true>(p, stream);
+  else
+    launch_panel_pass<N, false>(p, stream);
+}
+
+/// Blocks of the panel kernel of size N a multiprocessor holds (cached per device); 0 where the device does
+/// not run it: compiled without mma (below sm_80), or shared memory short of a block's (227 KiB at N = 256:
+/// sm_90; sm_80's 163 KiB runs N = 128).
+template <int N>
+int panel_blocks_per_multiprocessor() {
+  static std::atomic<int> fits[64] = {}, cache[64] = {};
+  const auto kernel = panel_chain_kernel<N, false>;
+  if (!engine::fits_shared_memory(fits, kernel, panel_shape<N>::shared_bytes)) return 0;
+  const int blocks = engine::cached_per_device(cache, [&](int) {
+           cudaFuncAttributes attributes{};
+           detail::cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+           if (attributes.binaryVersion < 80) return -1;
+           static std::atomic<int> allowed[64] = {};
+           engine::allow_dynamic_shared(allowed, kernel, int(panel_shape<N>::shared_bytes));
+           int blocks = 0;
+           detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, panel_shape<N>::threads,
+                                                                            panel_shape<N>::shared_bytes),
+                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+           return blocks > 0 ? blocks : -1;  // (the cache's 0: not yet asked)
+         });
+  return std::max(blocks, 0);
+}
+
+}  // namespace detail
+}  // namespace parascan
