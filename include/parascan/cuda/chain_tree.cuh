@@ -12,8 +12,8 @@ namespace detail {
 constexpr int max_tree_levels = 64;
 
 /// Where every product of a tree lives: pointer arrays of every batched call, built in one kernel. Item
-/// ranges, level by level: [first pairs: count][other pairs: count (m[l+1] - 1)][even positions: count
-/// down[l]], then (prefix) [the exclusive final products: count].
+/// ranges, level by level: [first pairs: count][other pairs: count (pairs(l) - 1)][even positions: count
+/// evens(l)], then (prefix) [the exclusive final products: count].
 template <class S>
 struct chain_tree {
   matrix_sequences<const S> in;

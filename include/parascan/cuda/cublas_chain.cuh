@@ -24,11 +24,11 @@
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -359,8 +359,8 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
 /// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies, a device that runs them; a
 /// reduction, or a prefix at N = 128 without an exclusive final product (the tree's last call). At N = 256 a
 /// prefix's two passes and the tree over its carries (0.60 ms for 1024 factors, H200) lose to the tree
-/// alone (0.58). As many groups as fill the device once, each of at least four factors, at least one block
-/// a multiprocessor (else the tree's levels are as fast); for a reduction a power of two where that keeps
+/// alone (0.58). As many groups as fill the device once, each of at least four factors, their blocks at
+/// least half of what the device holds at once (else the tree's levels are as fast); for a reduction a power of two where that keeps
 /// three quarters of them (an odd level of the tree over the group products copies its leftover along: 7
 /// us a copy at N = 256, as long as the level's GEMMs). One chain of 1000 256 x 256 factors: 64 groups.
 template <class S>
@@ -410,7 +410,7 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
   const bool transpose = order == chain_order::right_to_left;
   p.factor = strides_of(t.in.storage, t.in.ld, transpose);
   p.dense = strides_of(dense_storage, N, transpose);
-  p.start_first = t.lead ? p.dense : p.factor;
+  p.first_item = t.lead ? p.dense : p.factor;
   if (out != nullptr) p.out = strides_of(out->storage, out->ld, transpose);
   const auto run = [&](const panel_pass& q) {
     if (N == 128)

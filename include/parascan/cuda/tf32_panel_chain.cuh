@@ -31,7 +31,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "../chain_order.hpp"
 #include "../matrix_sequences.hpp"
 #include "chain_tree.cuh"
 #include "check.cuh"
@@ -87,7 +86,7 @@ struct panel_pass {
   index_t groups = 0;                  // a chain
   index_t launched = 0;                // groups a chain this pass runs: all, or (pass 1 of a prefix) all but the last
   // Strides as read (a right_to_left chain reads everything transposed):
-  matrix_strides factor, start_first;  // the factors; level-0 item 0 (the initial matrix, or a factor)
+  matrix_strides factor, first_item;  // the factors; level-0 item 0 (the initial matrix, or a factor)
   matrix_strides dense;                // the workspace's dense matrices (group products, carries)
   matrix_strides out;                  // the outputs (pass 2)
   float* products = nullptr;           // pass 1: group g of chain s at (s * launched + g) N^2
@@ -118,7 +117,7 @@ __device__ __forceinline__ void wait_copies() {
 /// column's entries adjacent (else each row's).
 template <int N, bool K_CONTIGUOUS>
 __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else never launched)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else refused at dispatch)
   using shape = panel_shape<N>;
   extern __shared__ float4 shared_words[];
   float* panel = reinterpret_cast<float*>(shared_words);
@@ -134,7 +133,7 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
   const bool from_carry = p.carries != nullptr && g > 0;
   const float* start = from_carry ? p.carries + (s * (p.groups - 1) + g - 1) * NN : p.tree.x0(s, first);
-  const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.start_first : p.factor;
+  const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.first_item : p.factor;
   const index_t step_first = from_carry ? first : first + 1, steps = last - step_first;
   // Threads along k where the start's rows are contiguous; else 8 rows x 4 columns a warp (32 bytes of each
   // of 4 columns; in the panel 8 pieces XOR-apart: 32 banks).
@@ -144,11 +143,12 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
     panel[shape::panel_at(r, k)] = __uint_as_float(tf32_operand(start[(row0 + r) * ss.rows + k * ss.cols]));
   }
 
-  // Slab q: rows [slab (q % slabs), + slab) of factor step_first + q / slabs, into stage q % stages. The
+  // Slab q: rows [slab (q % slabs), + slab) of level-0 item step_first + q / slabs (a factor: items count
+  // the initial matrix first), into stage q % stages. The
   // factors of chain s in time order from `factors` (computed once: a view's place costs a division).
   const float* factors = p.tree.in.origins.begin_of(s);
   const index_t time_stride = p.tree.in.origins.time_stride;
-  // This thread's pieces of a slab: c * 256 + threadIdx.x, each `step` scalars after the one before in the
+  // This thread's pieces of a slab: c * 256 + threadIdx.x, each `piece_step` scalars after the one before in the
   // factor and `stage_step` in the stage (the XOR permutation is the same for all of them).
   constexpr int per_thread = shape::slab * N / 4 / shape::threads;
   const int tid = int(threadIdx.x);
@@ -314,8 +314,10 @@ void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
 }
 
 /// Blocks of the panel kernel of size N a multiprocessor holds (cached per device); 0 where the device does
-/// not run it: compiled without mma (below sm_80), or shared memory short of a block's (227 KiB at N = 256:
-/// sm_90; sm_80's 163 KiB runs N = 128).
+/// not run it: its code for this device was compiled below sm_80 (no mma: a binary or PTX for an older
+/// architecture, JIT-compiled here, has the empty body), or a block's shared memory (112 KiB at N = 128,
+/// 224 KiB at N = 256) is more than the device allows (sm_80: 163 KiB, so N = 128 only; sm_86 / 89: 99
+/// KiB, neither).
 template <int N>
 int panel_blocks_per_multiprocessor() {
   static std::atomic<int> fits[64] = {}, cache[64] = {};
@@ -324,7 +326,7 @@ int panel_blocks_per_multiprocessor() {
   const int blocks = engine::cached_per_device(cache, [&](int) {
            cudaFuncAttributes attributes{};
            detail::cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-           if (attributes.binaryVersion < 80) return -1;
+           if (attributes.binaryVersion < 80 || attributes.ptxVersion < 80) return -1;
            static std::atomic<int> allowed[64] = {};
            engine::allow_dynamic_shared(allowed, kernel, int(panel_shape<N>::shared_bytes));
            int blocks = 0;
