@@ -512,9 +512,6 @@ def _results_like_first_input(fn):
         jax_fn = _jax_function(fn.__name__)
         if jax_fn is not None and arguments.get("cu_seqlens") is None:
             arguments.pop("stream", None)  # XLA's stream
-            if arguments.pop("math", "exact") != "exact":  # the matrix chains' (parascan.jax has no such option)
-                raise ValueError("parascan: math: 'exact' for JAX arrays (parascan.jax's matrix chains, of the "
-                                 "fixed sizes, multiply exactly)")
             return jax_fn(**{k: v for k, v in arguments.items() if k not in ("out", "cu_seqlens")})
         result = fn(*args, **kwargs)
         import jax.dlpack

@@ -110,7 +110,7 @@ def _ffi(entry, results, inputs, **attributes):
     if attributes.get("threads", 0) < 0:
         raise ValueError("parascan: threads: a count of worker threads (0: one a hardware thread), got %d"
                          % attributes["threads"])
-    attributes = {k: (np.int64(v) if k in ("dim", "kind", "threads") else np.bool_(bool(v)))
+    attributes = {k: (np.int64(v) if k in ("dim", "kind", "threads", "math") else np.bool_(bool(v)))
                   for k, v in attributes.items()}
     call = jax.ffi.ffi_call("parascan_" + entry, results, vmap_method="broadcast_all")
     return call(*[a for a in inputs if a is not None], **attributes)
@@ -330,19 +330,22 @@ def _initial(initial, x, dim, name):
     return _per_sequence(initial, x, _time_axis(x, dim, name), "initial")
 
 
-# ---- Matrices: N x N (N = 2, 3, 4, 8, 16) float32 / float64, the element's axes last; the time axis `dim`
-# counts among the axes before them.
+# ---- Matrices: N x N (the affine recurrence N = 2, 3, 4, 8, 16; the chains any N) float32 / float64, the
+# element's axes last; the time axis `dim` counts among the axes before them.
 
-def _matrix_inputs(names, arrays, element_axes):
+def _matrix_inputs(names, arrays, element_axes, any_size=False):
     """Arrays of one matrix call: float32 / float64, N x N matrices (or N-vectors) of the first one's N, and
-    the first one's axes before the element's."""
+    the first one's axes before the element's. N: 2, 3, 4, 8 or 16 (the affine recurrence), any (any_size:
+    the chains)."""
     arrays = [jnp.asarray(a) for a in arrays]
     first = arrays[0]
     if first.dtype not in _REAL:
         raise ValueError("parascan: %s.dtype: float32 / float64, got %s" % (names[0], first.dtype))
-    if first.ndim < 3 or first.shape[-1] != first.shape[-2] or first.shape[-1] not in (2, 3, 4, 8, 16):
-        raise ValueError("parascan: %s: N x N matrices (N = 2, 3, 4, 8, 16) with a time axis, shape (..., T, ..., "
-                         "N, N), got %s" % (names[0], first.shape))
+    sizes = "" if any_size else " (N = 2, 3, 4, 8, 16)"
+    if (first.ndim < 3 or first.shape[-1] != first.shape[-2] or first.shape[-1] < 1
+            or not (any_size or first.shape[-1] in (2, 3, 4, 8, 16))):
+        raise ValueError("parascan: %s: N x N matrices%s with a time axis, shape (..., T, ..., N, N), got %s"
+                         % (names[0], sizes, first.shape))
     for name, a, axes in zip(names[1:], arrays[1:], element_axes[1:]):
         want = first.shape[:-2] + first.shape[-axes:] if axes else first.shape[:-2]
         if a.shape != want:
@@ -357,6 +360,20 @@ def _order(order):
     if order not in ("left_to_right", "right_to_left"):
         raise ValueError("parascan: order: 'left_to_right' or 'right_to_left', got %r" % (order,))
     return order == "right_to_left"
+
+
+_MATH = {"exact": 0, "tf32": 1, "bf16": 2}
+
+
+def _math(math, m):
+    """The chains' arithmetic as the custom calls' attribute: 'exact', or (float32) 'tf32' / 'bf16', tensor
+    cores on the GPU (the host computes exactly)."""
+    if math not in _MATH:
+        raise ValueError("parascan: math: 'exact', 'tf32' or 'bf16', got %r" % (math,))
+    if math != "exact" and m.dtype != jnp.float32:
+        raise ValueError("parascan: options.math: 'exact' for float64 matrices (tf32 and bf16 multiply float32), "
+                         "got %r" % (math,))
+    return _MATH[math]
 
 
 def _affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False, return_final=False, threads=0):
@@ -401,80 +418,87 @@ def affine_recurrence(W, b, dim=-1, initial=None, reverse=False, exclusive=False
 
 
 def _matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
-                  return_final=False, threads=0):
-    (m,) = _matrix_inputs(("matrices",), [matrices], (2,))
+                  return_final=False, threads=0, math="exact"):
+    (m,) = _matrix_inputs(("matrices",), [matrices], (2,), any_size=True)
     dim = _time_axis(m, dim, "matrices", 2)
     initial = _per_sequence(initial, m, dim, "initial", 2)
     results = [_like(m)] + ([_like(m, shape=_batch(m, dim, 2))] if return_final else [])
     out = _ffi("matrix_chain", results, [m, initial], dim=dim, reverse=reverse, exclusive=exclusive,
-               has_initial=initial is not None, right_to_left=_order(order), product=False, threads=threads)
+               has_initial=initial is not None, right_to_left=_order(order), product=False, threads=threads,
+               math=_math(math, m))
     return tuple(out) if return_final else out[0]
 
 
-def _matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0):
-    (m,) = _matrix_inputs(("matrices",), [matrices], (2,))
+def _matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0,
+                          math="exact"):
+    (m,) = _matrix_inputs(("matrices",), [matrices], (2,), any_size=True)
     dim = _time_axis(m, dim, "matrices", 2)
     initial = _per_sequence(initial, m, dim, "initial", 2)
     return _ffi("matrix_chain", [_like(m, shape=_batch(m, dim, 2))], [m, initial], dim=dim, reverse=reverse,
-                has_initial=initial is not None, right_to_left=_order(order), product=True, threads=threads)[0]
+                has_initial=initial is not None, right_to_left=_order(order), product=True, threads=threads,
+                math=_math(math, m))[0]
 
 
 def matrix_chain_backward(matrices, products, grad_products, dim=-1, initial=None, reverse=False,
-                          order="left_to_right", grad_final=None, return_grad_initial=False, threads=0):
+                          order="left_to_right", grad_final=None, return_grad_initial=False, threads=0, math="exact"):
     """dL/dM (and dL/dinitial) of P = matrix_chain(M, dim, initial, reverse, order=...) from P and grad_P."""
     m, p, gp = _matrix_inputs(("matrices", "products", "grad_products"), [matrices, products, grad_products],
-                              (2, 2, 2))
+                              (2, 2, 2), any_size=True)
     dim = _time_axis(m, dim, "matrices", 2)
     initial = _per_sequence(initial, m, dim, "initial", 2)
     grad_final = _per_sequence(grad_final, m, dim, "grad_final", 2)
     results = [_like(m)] + ([_like(m, shape=_batch(m, dim, 2))] if return_grad_initial else [])
     out = _ffi("matrix_chain_backward", results, [m, p, gp, initial, grad_final], dim=dim, reverse=reverse,
                has_initial=initial is not None, has_grad_final=grad_final is not None,
-               right_to_left=_order(order), product=False, threads=threads)
+               right_to_left=_order(order), product=False, threads=threads, math=_math(math, m))
     return tuple(out) if return_grad_initial else out[0]
 
 
 def matrix_chain_product_backward(matrices, grad_result, dim=-1, initial=None, reverse=False, order="left_to_right",
-                                  return_grad_initial=False, threads=0):
+                                  return_grad_initial=False, threads=0, math="exact"):
     """dL/dM (and dL/dinitial) of R = matrix_chain_product(M, dim, initial, reverse, order=...) from grad_R."""
-    (m,) = _matrix_inputs(("matrices",), [matrices], (2,))
+    (m,) = _matrix_inputs(("matrices",), [matrices], (2,), any_size=True)
     dim = _time_axis(m, dim, "matrices", 2)
     grad_result = _per_sequence(grad_result, m, dim, "grad_result", 2)
     initial = _per_sequence(initial, m, dim, "initial", 2)
     results = [_like(m)] + ([_like(m, shape=_batch(m, dim, 2))] if return_grad_initial else [])
     out = _ffi("matrix_chain_backward", results, [m, grad_result, initial], dim=dim, reverse=reverse,
-               has_initial=initial is not None, right_to_left=_order(order), product=True, threads=threads)
+               has_initial=initial is not None, right_to_left=_order(order), product=True, threads=threads,
+               math=_math(math, m))
     return tuple(out) if return_grad_initial else out[0]
 
 
 _matrix_chain_vjp = _differentiable(
-    lambda m, initial, dim, reverse, return_final, threads, order: _matrix_chain(
-        m, dim, initial, reverse, False, order, return_final, threads),
-    lambda arrays, p, initial, gp, gf, dim, reverse, threads, order: matrix_chain_backward(
-        arrays[0], p, gp, dim, initial, reverse, order, gf, initial is not None, threads), 1, more=1)
+    lambda m, initial, dim, reverse, return_final, threads, order, math: _matrix_chain(
+        m, dim, initial, reverse, False, order, return_final, threads, math),
+    lambda arrays, p, initial, gp, gf, dim, reverse, threads, order, math: matrix_chain_backward(
+        arrays[0], p, gp, dim, initial, reverse, order, gf, initial is not None, threads, math), 1, more=2)
 
 _matrix_chain_product_vjp = _differentiable(
-    lambda m, initial, dim, reverse, return_final, threads, order: _matrix_chain_product(
-        m, dim, initial, reverse, order, threads),
-    lambda arrays, r, initial, gr, gf, dim, reverse, threads, order: matrix_chain_product_backward(
-        arrays[0], gr, dim, initial, reverse, order, initial is not None, threads), 1, more=1)
+    lambda m, initial, dim, reverse, return_final, threads, order, math: _matrix_chain_product(
+        m, dim, initial, reverse, order, threads, math),
+    lambda arrays, r, initial, gr, gf, dim, reverse, threads, order, math: matrix_chain_product_backward(
+        arrays[0], gr, dim, initial, reverse, order, initial is not None, threads, math), 1, more=2)
 
 
 def matrix_chain(matrices, dim=-1, initial=None, reverse=False, exclusive=False, order="left_to_right",
-                 return_final=False, threads=0):
+                 return_final=False, threads=0, math="exact"):
     """Cumulative products M[0] @ ... @ M[t] ('left_to_right'; 'right_to_left': M[t] @ ... @ M[0]) of matrices
-    (..., T, ..., N, N); ``initial``: the product before the first step (default the identity).
+    (..., T, ..., N, N), any N (2, 3, 4, 8, 16: fixed-size kernels; others: the runtime-size chains, cuBLAS
+    on the GPU, Eigen on the host); ``initial``: the product before the first step (default the identity);
+    ``math``: 'exact', or 'tf32' / 'bf16' (float32 on the GPU's tensor cores; the host computes exactly).
     Differentiable in the matrices and initial (not with ``exclusive``)."""
     if exclusive:
-        return _matrix_chain(matrices, dim, initial, reverse, True, order, return_final, threads)
+        return _matrix_chain(matrices, dim, initial, reverse, True, order, return_final, threads, math)
     m = jnp.asarray(matrices)
     initial = None if initial is None else _per_sequence(initial, m, _time_axis(m, dim, "matrices", 2), "initial", 2)
-    return _matrix_chain_vjp(m, initial, dim, reverse, return_final, threads, order)
+    return _matrix_chain_vjp(m, initial, dim, reverse, return_final, threads, order, math)
 
 
-def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0):
-    """The whole product of each sequence's matrices (batch shape + (N, N)); differentiable in the matrices
-    and initial."""
+def matrix_chain_product(matrices, dim=-1, initial=None, reverse=False, order="left_to_right", threads=0,
+                         math="exact"):
+    """The whole product of each sequence's matrices (batch shape + (N, N)); N and ``math`` as in
+    matrix_chain; differentiable in the matrices and initial."""
     m = jnp.asarray(matrices)
     initial = None if initial is None else _per_sequence(initial, m, _time_axis(m, dim, "matrices", 2), "initial", 2)
-    return _matrix_chain_product_vjp(m, initial, dim, reverse, False, threads, order)
+    return _matrix_chain_product_vjp(m, initial, dim, reverse, False, threads, order, math)

@@ -241,7 +241,8 @@ struct log_linear_recurrence_backward_entry {
   }
 };
 
-// ---- Matrices (N x N, N = 2, 3, 4, 8, 16; float32, float64): the element's axes are the buffers' last.
+// ---- Matrices (N x N; float32, float64): the element's axes are the buffers' last. The affine recurrence
+// has N = 2, 3, 4, 8, 16; the chains any N (below).
 
 /// Calls f(S{}, integral_constant<int, N>{}, layout) for the call's first input (`name`), N x N matrices,
 /// and the layout that `dim` gives it.
@@ -307,22 +308,107 @@ struct affine_recurrence_backward_entry {
   }
 };
 
+// ---- Matrix chains: the fixed sizes' kernels (N = 2, 3, 4, 8, 16 with exact arithmetic), else the
+// runtime-size chains (any N; cuBLAS on the GPU, Eigen on the host), which also multiply float32 matrices
+// on tensor cores (attribute `math`: 0 exact, 1 TF32, 2 bf16; GPU). Views, options and entries follow from
+// `size`, an integral_constant<int, N> or a run-time N (entries.hpp's overloads), as parascan_ext.cpp's.
+
+parascan::matrix_math math_of(const call& c) {
+  const std::int64_t math = c.attrs.contains("math") ? c.attr<std::int64_t>("math") : 0;
+  if (math < 0 || math > 2) parascan::detail::fail("math", "0 (exact), 1 (tf32) or 2 (bf16)");
+  return math == 1 ? parascan::matrix_math::tf32 : math == 2 ? parascan::matrix_math::bf16 : parascan::matrix_math::exact;
+}
+
+/// Calls f(S{}, size, layout) for the call's matrices (its first input): S float or double; size
+/// integral_constant<int, N> where the extension has fixed-size kernels for N and `math` is exact, else N.
+template <class F>
+void on_chain_matrices(const call& c, F&& f) {
+  const ffi::AnyBuffer m = c.arg(0);
+  const auto dims = m.dimensions();
+  if (dims.size() < 3 || dims[dims.size() - 1] != dims[dims.size() - 2])
+    parascan::detail::fail("matrices", "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
+  const index_t n = index_t(dims[dims.size() - 1]);
+  const bool exact = math_of(c) == parascan::matrix_math::exact;
+  const auto by_size = [&](auto scalar) {
+    const time_layout l = layout_of(m, c.attr<std::int64_t>("dim"), "matrices", 2);
+    switch (exact ? n : 0) {
+      case 2: return f(scalar, std::integral_constant<int, 2>{}, l);
+      case 3: return f(scalar, std::integral_constant<int, 3>{}, l);
+      case 4: return f(scalar, std::integral_constant<int, 4>{}, l);
+      case 8: return f(scalar, std::integral_constant<int, 8>{}, l);
+      case 16: return f(scalar, std::integral_constant<int, 16>{}, l);
+      default: return f(scalar, n, l);
+    }
+  };
+  if (m.element_type() == ffi::DataType::F32) return by_size(float{});
+  if (m.element_type() == ffi::DataType::F64) return by_size(double{});
+  parascan::detail::fail("matrices.dtype", "float32 or float64");
+}
+
+/// A buffer of matrices of scalars T laid out as `l`: fixed-size elements, or a runtime-size chain's
+/// matrices (row-major, each one's first scalar placed as view() places elements).
+template <class T, int N>
+auto chain_view(const ffi::AnyBuffer& b, const time_layout& l, const char* name, std::integral_constant<int, N>) {
+  using S = std::remove_const_t<T>;
+  return view<std::conditional_t<std::is_const<T>::value, const pyext::matrix_of<S, N>, pyext::matrix_of<S, N>>>(
+      b, l, name);
+}
+template <class T>
+parascan::matrix_sequences<T> chain_view(const ffi::AnyBuffer& b, const time_layout& l, const char* name, index_t n) {
+  const index_t nn = n * n;
+  if (index_t(b.element_count()) != l.outer * l.steps * l.inner * nn)
+    parascan::detail::fail(name, "the first input's shape (" + std::to_string(l.outer * l.steps * l.inner * nn) +
+                                     " elements), got " + std::to_string(b.element_count()));
+  return parascan::matrices_at(parascan::strided(static_cast<T*>(b.untyped_data()), l.outer, l.inner,
+                                                 l.steps * l.inner * nn, nn, l.steps, l.inner * nn),
+                               n, n, parascan::matrix_storage::row_major);
+}
+
+/// One matrix a sequence (per_sequence): a fixed-size element, or N x N scalars.
+template <class S, int N>
+pyext::matrix_of<S, N>* chain_per_sequence(const call& c, bool present, std::size_t k, bool output,
+                                           const time_layout& l, const char* name, std::integral_constant<int, N>) {
+  return per_sequence<pyext::matrix_of<S, N>>(c, present, k, output, l, name);
+}
+template <class S>
+S* chain_per_sequence(const call& c, bool present, std::size_t k, bool output, time_layout l, const char* name,
+                      index_t n) {
+  l.inner *= n * n;
+  return per_sequence<S>(c, present, k, output, l, name);
+}
+
+/// A chain's options (forward or backward) for its size: the fixed sizes' plain options, or the runtime-size
+/// chains' with their arithmetic.
+template <class S, bool BACKWARD, int N>
+auto chain_options(const call&, std::integral_constant<int, N>) {
+  using M = pyext::matrix_of<S, N>;
+  return std::conditional_t<BACKWARD, parascan::backward_options<M>, parascan::options<M>>{};
+}
+template <class S, bool BACKWARD>
+auto chain_options(const call& c, index_t) {
+  std::conditional_t<BACKWARD, parascan::matrix_backward_options<S>, parascan::matrix_options<S>> o;
+  o.math = math_of(c);
+  return o;
+}
+
 /// M [, initial] -> the products P [, final], or (attribute product) the whole product R
 struct matrix_chain_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    on_first_matrices(c, "matrices", [&](auto scalar, auto N, const time_layout& l) {
+    on_chain_matrices(c, [&](auto scalar, auto size, const time_layout& l) {
       using S = decltype(scalar);
-      using M = pyext::matrix_of<S, N.value>;
       const bool product = c.flag("product");  // one output: the product (no final states)
-      const auto o = forward_options<M>(c, l, 1);
+      auto o = chain_options<S, false>(c, size);
+      o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive");
+      o.initial = chain_per_sequence<S>(c, c.flag("has_initial"), 1, false, l, "initial", size);
+      o.final = chain_per_sequence<S>(c, c.rets.size() > 1, 1, true, l, "final", size);
+      const auto in = chain_view<const S>(c.arg(0), l, "matrices", size);
       dispatch_order(c, [&](auto order) {
         if (product)
-          pyext::matrix_chain_product<order.value, Exec, S, N.value>(
-              exec, view<const M>(c.arg(0), l, "matrices"), per_sequence<M>(c, true, 0, true, l, "result"), o);
+          pyext::matrix_chain_product<order.value, Exec, S>(
+              exec, in, chain_per_sequence<S>(c, true, 0, true, l, "result", size), o);
         else
-          pyext::matrix_chain<order.value, Exec, S, N.value>(exec, view<const M>(c.arg(0), l, "matrices"),
-                                                              view<M>(c.ret(0), l, "products"), o);
+          pyext::matrix_chain<order.value, Exec, S>(exec, in, chain_view<S>(c.ret(0), l, "products", size), o);
       });
     });
   }
@@ -333,20 +419,25 @@ struct matrix_chain_entry {
 struct matrix_chain_backward_entry {
   template <class Exec>
   static void run(const Exec& exec, const call& c) {
-    on_first_matrices(c, "matrices", [&](auto scalar, auto N, const time_layout& l) {
+    on_chain_matrices(c, [&](auto scalar, auto size, const time_layout& l) {
       using S = decltype(scalar);
-      using M = pyext::matrix_of<S, N.value>;
-      const bool product = c.flag("product");  // M, grad_R [, initial]: no grad_final
-      const auto o = backward_options<M>(c, l, product ? 2 : 3, 1);
+      const bool product = c.flag("product"), initial = c.flag("has_initial");  // product: no grad_final
+      const std::size_t first = product ? 2 : 3;  // the optional inputs
+      auto o = chain_options<S, true>(c, size);
+      o.reverse = c.flag("reverse");
+      o.initial = chain_per_sequence<S>(c, initial, first, false, l, "initial", size);
+      o.grad_final = chain_per_sequence<S>(c, c.flag("has_grad_final"), first + initial, false, l, "grad_final", size);
+      o.grad_initial = chain_per_sequence<S>(c, c.rets.size() > 1, 1, true, l, "grad_initial", size);
+      const auto in = chain_view<const S>(c.arg(0), l, "matrices", size);
+      const auto grad_in = chain_view<S>(c.ret(0), l, "grad_matrices", size);
       dispatch_order(c, [&](auto order) {
         if (product)
-          pyext::matrix_chain_product_backward<order.value, Exec, S, N.value>(
-              exec, view<const M>(c.arg(0), l, "matrices"), per_sequence<M>(c, true, 1, false, l, "grad_result"),
-              view<M>(c.ret(0), l, "grad_matrices"), o);
+          pyext::matrix_chain_product_backward<order.value, Exec, S>(
+              exec, in, chain_per_sequence<S>(c, true, 1, false, l, "grad_result", size), grad_in, o);
         else
-          pyext::matrix_chain_backward<order.value, Exec, S, N.value>(
-              exec, view<const M>(c.arg(0), l, "matrices"), view<const M>(c.arg(1), l, "products"),
-              view<const M>(c.arg(2), l, "grad_products"), view<M>(c.ret(0), l, "grad_matrices"), o);
+          pyext::matrix_chain_backward<order.value, Exec, S>(exec, in, chain_view<const S>(c.arg(1), l, "products", size),
+                                                              chain_view<const S>(c.arg(2), l, "grad_products", size),
+                                                              grad_in, o);
       });
     });
   }

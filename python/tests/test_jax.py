@@ -54,10 +54,11 @@ def contracting(shape, n, dtype=np.float64):
 
 @xla
 @pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
-@pytest.mark.parametrize("n", [2, 3, 16])
+@pytest.mark.parametrize("n", [2, 3, 5, 16, 33])
 def test_matrices_through_xla_match_the_host_backend(device, n):
     """The XLA entries against the NumPy path (the same host kernels on the CPU; on the GPU within fp64
-    rounding): every option, both orders, a time axis in the middle."""
+    rounding): every option, both orders, a time axis in the middle; the chains of N = 5 and 33 run the
+    runtime-size chains (the affine recurrence has the fixed sizes only)."""
     import parascan.jax as pj
     W = contracting((2, 37, 3), n)
     b = RNG.standard_normal((2, 37, 3, n))
@@ -65,13 +66,14 @@ def test_matrices_through_xla_match_the_host_backend(device, n):
     jW, jb, jx0, jm0 = on(device, W, b, x0, m0)
     for reverse in (False, True):
         for exclusive in (False, True):
-            got = pj.affine_recurrence(jW, jb, dim=1, initial=jx0, reverse=reverse, exclusive=exclusive,
-                                       return_final=True)
-            want = parascan.affine_recurrence(W, b, dim=1, initial=x0, reverse=reverse, exclusive=exclusive,
-                                              return_final=True)
-            for g, w in zip(got, want):
-                assert g.devices() == {device}
-                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+            if n in (2, 3, 4, 8, 16):
+                got = pj.affine_recurrence(jW, jb, dim=1, initial=jx0, reverse=reverse, exclusive=exclusive,
+                                           return_final=True)
+                want = parascan.affine_recurrence(W, b, dim=1, initial=x0, reverse=reverse, exclusive=exclusive,
+                                                  return_final=True)
+                for g, w in zip(got, want):
+                    assert g.devices() == {device}
+                    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
             for order in ("left_to_right", "right_to_left"):
                 got = pj.matrix_chain(jW, dim=1, initial=jm0, reverse=reverse, exclusive=exclusive, order=order,
                                       return_final=True)
@@ -91,6 +93,27 @@ def test_matrices_through_xla_match_the_host_backend(device, n):
 
 @xla
 @pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
+@pytest.mark.parametrize("n", [4, 64])
+def test_matrix_chains_on_tensor_cores_through_xla(device, n):
+    """math='tf32' / 'bf16' (float32, any N: the runtime-size chains): within their precision of the exact
+    products on the GPU, and of fp32 rounding on the host (which computes exactly, N = 4 there through the
+    runtime-size chains rather than the fixed-size kernel), through the generic function too; gradients
+    likewise. Orthogonal factors: the products stay of norm 1."""
+    import parascan.jax as pj
+    q = np.linalg.qr(RNG.standard_normal((2, 50, n, n)))[0].astype(np.float32)
+    m = on(device, q)
+    exact = np.asarray(pj.matrix_chain(m, dim=1))
+    for math, tol in (("tf32", 3e-2), ("bf16", 2e-1)):
+        tol = 1e-4 if device.platform == "cpu" else tol
+        for got in (pj.matrix_chain(m, dim=1, math=math), parascan.matrix_chain(m, dim=1, math=math)):
+            assert np.abs(np.asarray(got) - exact).max() <= tol
+        grad = jax.grad(lambda x: pj.matrix_chain_product(x, dim=1, math=math).sum())(m)
+        want = jax.grad(lambda x: pj.matrix_chain_product(x, dim=1).sum())(m)
+        assert np.abs(np.asarray(grad) - np.asarray(want)).max() <= tol * np.abs(np.asarray(want)).max()
+
+
+@xla
+@pytest.mark.parametrize("device", DEVICES, ids=lambda d: d.platform)
 def test_matrix_gradients_through_xla(device):
     import parascan.jax as pj
     W, b = on(device, contracting((2, 9), 3), RNG.standard_normal((2, 9, 3)))
@@ -105,10 +128,20 @@ def test_matrix_gradients_through_xla(device):
     numerical_check(lambda m: pj.matrix_chain_product(m, dim=0), (W,))
     mapped = jax.vmap(lambda m: pj.matrix_chain_product(m, dim=0))(W)  # vmap over the batch axis
     np.testing.assert_allclose(np.asarray(mapped), np.asarray(pj.matrix_chain_product(W, dim=1)), rtol=1e-12)
+    # N = 5: the runtime-size chains' backward passes
+    M5, i5 = on(device, contracting((2, 7), 5), contracting((2,), 5))
+    for order in ("left_to_right", "right_to_left"):
+        numerical_check(lambda m, i: pj.matrix_chain(m, initial=i, reverse=True, order=order, return_final=True),
+                        (M5, i5))
+        numerical_check(lambda m, i: pj.matrix_chain_product(m, initial=i, order=order), (M5, i5))
     with pytest.raises(ValueError, match="N x N matrices"):
-        pj.matrix_chain(on(device, np.ones((2, 5, 5, 5))))
-    with pytest.raises(ValueError, match="math"):  # the generic entry on JAX arrays: parascan.jax, exact only
+        pj.matrix_chain(on(device, np.ones((2, 5, 5, 4))))
+    with pytest.raises(ValueError, match="N = 2, 3, 4, 8, 16"):  # the affine recurrence's fixed sizes
+        pj.affine_recurrence(on(device, np.ones((2, 5, 5, 5))), on(device, np.ones((2, 5, 5))))
+    with pytest.raises(ValueError, match="options.math"):  # tf32 / bf16 multiply float32
         parascan.matrix_chain(on(device, np.ones((2, 5, 2, 2))), dim=1, math="tf32")
+    with pytest.raises(ValueError, match="math"):
+        pj.matrix_chain(on(device, np.ones((2, 5, 2, 2), np.float32)), math="fast")
     with pytest.raises(ValueError, match="b.shape"):
         pj.affine_recurrence(W, on(device, np.ones((2, 9, 4))))
     with pytest.raises(ValueError, match="order"):
