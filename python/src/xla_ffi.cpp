@@ -316,7 +316,8 @@ struct affine_recurrence_backward_entry {
 parascan::matrix_math math_of(const call& c) {
   const std::int64_t math = c.attrs.contains("math") ? c.attr<std::int64_t>("math") : 0;
   if (math < 0 || math > 2) parascan::detail::fail("math", "0 (exact), 1 (tf32) or 2 (bf16)");
-  return math == 1 ? parascan::matrix_math::tf32 : math == 2 ? parascan::matrix_math::bf16 : parascan::matrix_math::exact;
+  using parascan::matrix_math;
+  return math == 1 ? matrix_math::tf32 : math == 2 ? matrix_math::bf16 : matrix_math::exact;
 }
 
 /// Calls f(S{}, size, layout) for the call's matrices (its first input): S float or double; size
@@ -435,9 +436,9 @@ struct matrix_chain_backward_entry {
           pyext::matrix_chain_product_backward<order.value, Exec, S>(
               exec, in, chain_per_sequence<S>(c, true, 1, false, l, "grad_result", size), grad_in, o);
         else
-          pyext::matrix_chain_backward<order.value, Exec, S>(exec, in, chain_view<const S>(c.arg(1), l, "products", size),
-                                                              chain_view<const S>(c.arg(2), l, "grad_products", size),
-                                                              grad_in, o);
+          pyext::matrix_chain_backward<order.value, Exec, S>(
+              exec, in, chain_view<const S>(c.arg(1), l, "products", size),
+              chain_view<const S>(c.arg(2), l, "grad_products", size), grad_in, o);
       });
     });
   }

@@ -357,12 +357,13 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
 
 /// How many groups each chain is cut into for the TF32 panels (tf32_panel_chain.cuh), 0 where they do not
 /// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies, a device that runs them; a
-/// reduction, or a prefix at N = 128 without an exclusive final product (the tree's last call). At N = 256 a
-/// prefix's two passes and the tree over its carries (0.60 ms for 1024 factors, H200) lose to the tree
+/// reduction, or a prefix at N = 128 without an exclusive final product (the tree's last call). At N = 256
+/// a prefix's two passes and the tree over its carries (0.60 ms for 1024 factors, H200) lose to the tree
 /// alone (0.58). As many groups as fill the device once, each of at least four factors, their blocks at
-/// least half of what the device holds at once (else the tree's levels are as fast); for a reduction a power of two where that keeps
-/// three quarters of them (an odd level of the tree over the group products copies its leftover along: 7
-/// us a copy at N = 256, as long as the level's GEMMs). One chain of 1000 256 x 256 factors: 64 groups.
+/// least half of what the device holds at once (else the tree's levels are as fast); for a reduction a
+/// power of two where that keeps three quarters of them (an odd level of the tree over the group products
+/// copies its leftover along: 7 us a copy at N = 256, as long as the level's GEMMs). One chain of 1000
+/// 256 x 256 factors: 64 groups.
 template <class S>
 index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool final_product) {
   if constexpr (!std::is_same<S, float>::value) {
@@ -395,9 +396,9 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
 
 /// A chain on the TF32 panels: pass 1 into group products, the tree over them (the product, or the
 /// carries: the exclusive prefix of the groups), pass 2 (a prefix) from the carries, writing every step.
-inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order,
-                            const chain_tree<float>& t, const matrix_sequences<float>* out, matrix_storage dense_storage,
-                            matrix_math math, index_t groups, float* result) {
+inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order, const chain_tree<float>& t,
+                            const matrix_sequences<float>* out, matrix_storage dense_storage, matrix_math math,
+                            index_t groups, float* result) {
   const index_t N = t.in.size, NN = N * N, count = t.count;
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld chains of %lld %lldx%lld matrices: TF32 panels, %lld groups a chain\n",

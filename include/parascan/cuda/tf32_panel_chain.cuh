@@ -76,7 +76,9 @@ struct panel_shape {
   }
   /// A stage of factor rows (n contiguous), entry (k, n): row k's pieces XOR 2 (k % 4): a b fragment's lanes
   /// (k = t, n = g: pieces c, c + 1 for g < 4, >= 4) land in 8 distinct pieces of 128 bytes.
-  static __device__ __forceinline__ int row_at(int k, int n) { return k * N + (((n >> 2) ^ ((k & 3) << 1)) << 2) + (n & 3); }
+  static __device__ __forceinline__ int row_at(int k, int n) {
+    return k * N + (((n >> 2) ^ ((k & 3) << 1)) << 2) + (n & 3);
+  }
 };
 
 /// One pass of a panel chain. Group g of chain s covers level-0 items [first(g), first(g + 1)) of the tree
@@ -236,8 +238,8 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
       for (int j = 0; j < shape::n_tiles; j += 2) {
         unsigned b[2][2];
         if (K_CONTIGUOUS) {  // ldmatrix: blocks (j, k), (j, k + 4), (j + 1, k), (j + 1, k + 4), 8 n x 4 k each
-          const unsigned at = stage_base + unsigned(shape::column_at(kk + ((lane >> 3) & 1) * 4,
-                                                                     warp_col + (j + (lane >> 4)) * 8 + (lane & 7))) * 4u;
+          const int k = kk + ((lane >> 3) & 1) * 4, n = warp_col + (j + (lane >> 4)) * 8 + (lane & 7);
+          const unsigned at = stage_base + unsigned(shape::column_at(k, n)) * 4u;
           asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                        : "=r"(b[0][0]), "=r"(b[0][1]), "=r"(b[1][0]), "=r"(b[1][1])
                        : "r"(at));
