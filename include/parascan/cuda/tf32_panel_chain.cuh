@@ -146,8 +146,8 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   }
 
   // Slab q: rows [slab (q % slabs), + slab) of level-0 item step_first + q / slabs (a factor: items count
-  // the initial matrix first), into stage q % stages. The
-  // factors of chain s in time order from `factors` (computed once: a view's place costs a division).
+  // the initial matrix first), into stage q % stages. The factors of chain s in time order from `factors`
+  // (computed once: a view's place costs a division).
   const float* factors = p.tree.in.origins.begin_of(s);
   const index_t time_stride = p.tree.in.origins.time_stride;
   // This thread's pieces of a slab: c * 256 + threadIdx.x, each `piece_step` scalars after the one before in the
