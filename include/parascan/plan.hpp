@@ -366,23 +366,31 @@ inline bool log_plans() {
   return on;
 }
 
+/// True unless the environment variable `name` is "0": the switches below, each read once, that turn a
+/// strategy off to compare it with the one it replaced.
+inline bool unless_switched_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
+
 /// Whether few long sequences may run the look-ahead (PARASCAN_LOOK_AHEAD=0: the block-a-tile look-back
-/// instead, e.g. to compare the two; read once).
+/// instead).
 inline bool look_ahead_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PARASCAN_LOOK_AHEAD");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = unless_switched_off("PARASCAN_LOOK_AHEAD");
   return on;
 }
 
 /// Whether few long sequences may run the single-pass look-back (PARASCAN_SINGLE_PASS=0: reduce-then-scan
-/// instead, e.g. to compare the two; read once).
+/// instead).
 inline bool single_pass_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PARASCAN_SINGLE_PASS");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = unless_switched_off("PARASCAN_SINGLE_PASS");
+  return on;
+}
+
+/// Whether TF32 runtime-size chains may run the panels (cuda/tf32_panel_chain.cuh; PARASCAN_TF32_PANELS=0:
+/// the cuBLAS tree alone).
+inline bool panel_chains_enabled() {
+  static const bool on = unless_switched_off("PARASCAN_TF32_PANELS");
   return on;
 }
 

@@ -10,6 +10,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include <parascan/ops/affine_recurrence.hpp>
@@ -140,6 +141,44 @@ template <class S, int N>
 using vector_of = Eigen::Matrix<S, N, 1, Eigen::DontAlign>;
 template <class S, int N>
 using state_vector_of = Eigen::Matrix<S, N, 1>;
+
+/// Calls f(integral_constant<int, N>{}) for the sizes the extension has fixed-size matrix kernels for
+/// (the affine recurrence's and the chains'); else fails naming `name`.
+template <class F>
+void with_fixed_size(parascan::index_t n, const std::string& name, F&& f) {
+  switch (n) {
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 16: return f(std::integral_constant<int, 16>{});
+    default:
+      parascan::detail::fail(name + ".shape", "N x N matrices with N = 2, 3, 4, 8 or 16, got N = " + std::to_string(n));
+  }
+}
+
+/// A matrix chain's size: f(integral_constant<int, N>{}) where a fixed-size kernel exists and `math` is
+/// exact, else f(N) (the runtime-size chains, which also multiply on tensor cores).
+template <class F>
+void with_chain_size(parascan::index_t n, parascan::matrix_math math, F&& f) {
+  const bool fixed = n == 2 || n == 3 || n == 4 || n == 8 || n == 16;
+  if (fixed && math == parascan::matrix_math::exact) return with_fixed_size(n, "matrices", f);
+  f(n);
+}
+
+/// A chain's options (forward or backward) for its size: the fixed sizes' plain options, or the runtime-size
+/// chains' with their arithmetic.
+template <class S, bool BACKWARD, int N>
+auto chain_options(std::integral_constant<int, N>, parascan::matrix_math) {
+  using M = matrix_of<S, N>;
+  return std::conditional_t<BACKWARD, parascan::backward_options<M>, parascan::options<M>>{};
+}
+template <class S, bool BACKWARD>
+auto chain_options(parascan::index_t, parascan::matrix_math math) {
+  std::conditional_t<BACKWARD, parascan::matrix_backward_options<S>, parascan::matrix_options<S>> o;
+  o.math = math;
+  return o;
+}
 
 template <class Exec, class S, int N>
 void affine_recurrence(const Exec& e, const sequences<const matrix_of<S, N>>& W,

@@ -62,7 +62,7 @@ void restore_device(int device) noexcept;
       const parascan::sequences<T>&, const parascan::sequences<T>&,                                              \
       const parascan::backward_options<parascan::ops::signed_log<T>, T>&);
 
-// Matrix sizes and scalars of the affine recurrence and the matrix chains (as dispatch_n in parascan_ext.cpp).
+// Matrix sizes and scalars of the affine recurrence and the matrix chains (entries.hpp's with_fixed_size).
 #define PYEXT_GPU_MATRIX_SIZES(X, S) X(S, 2) X(S, 3) X(S, 4) X(S, 8) X(S, 16)
 #define PYEXT_MATRIX_CHAIN_ORDER(PREFIX, ORDER, S, N)                                                               \
   PREFIX template void pyext::matrix_chain<parascan::chain_order::ORDER, pyext::gpu, S, N>(                         \

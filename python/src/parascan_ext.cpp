@@ -624,27 +624,13 @@ void signed_log_linear_recurrence_backward(const in_array& log_a, const in_array
   });
 }
 
-/// Calls f(integral_constant<int, N>) for the matrix sizes this extension instantiates.
-template <class F>
-void dispatch_n(index_t n, const std::string& name, F&& f) {
-  switch (n) {
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    case 8: return f(std::integral_constant<int, 8>{});
-    case 16: return f(std::integral_constant<int, 16>{});
-    default:
-      parascan::detail::fail(name + ".shape", "N x N matrices with N = 2, 3, 4, 8 or 16, got N = " + std::to_string(n));
-  }
-}
-
 /// Calls f(S{}, integral_constant<N>) for a float32/float64 array of N x N matrices (N from its last axis).
 template <class F>
 void dispatch_matrix(const in_array& m, const std::string& name, F&& f) {
   if (m.ndim() < 3)
     parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
   const index_t n = index_t(m.shape(m.ndim() - 1));
-  const auto by_size = [&](auto scalar) { dispatch_n(n, name, [&](auto N) { f(scalar, N); }); };
+  const auto by_size = [&](auto scalar) { pyext::with_fixed_size(n, name, [&](auto N) { f(scalar, N); }); };
   if (m.dtype() == nb::dtype<float>()) return by_size(float{});
   if (m.dtype() == nb::dtype<double>()) return by_size(double{});
   parascan::detail::fail(name + ".dtype", "float32 or float64");
@@ -725,17 +711,14 @@ parascan::matrix_math math_of(const std::string& math) {
   parascan::detail::fail("math", "'exact', 'tf32' or 'bf16', got '" + math + "'");
 }
 
-/// Calls f(S{}, size) for a float32/float64 array of N x N matrices: size is integral_constant<int, N> where
-/// the extension has fixed-size kernels for N (dispatch_n's sizes) and `math` is exact, else N.
+/// Calls f(S{}, size) for a float32/float64 array of N x N matrices (size: pyext::with_chain_size's).
 template <class F>
 void dispatch_chain(const in_array& m, const std::string& name, const std::string& math, F&& f) {
   if (m.ndim() < 3)
     parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
   const index_t n = index_t(m.shape(m.ndim() - 1));
-  const bool fixed = (n == 2 || n == 3 || n == 4 || n == 8 || n == 16) && math_of(math) == parascan::matrix_math::exact;
   const auto by_size = [&](auto scalar) {
-    if (fixed) return dispatch_n(n, name, [&](auto N) { f(scalar, N); });
-    f(scalar, n);
+    pyext::with_chain_size(n, math_of(math), [&](auto size) { f(scalar, size); });
   };
   if (m.dtype() == nb::dtype<float>()) return by_size(float{});
   if (m.dtype() == nb::dtype<double>()) return by_size(double{});
@@ -753,20 +736,6 @@ template <class T>
 parascan::matrix_sequences<T> chain_view(const void* p, array_shape a, const batch_plan& plan, index_t n) {
   for (index_t& stride : a.stride) stride *= n * n;
   return parascan::matrices_at(view_at<T>(p, a, plan), n, n, parascan::matrix_storage::row_major);
-}
-
-/// A chain's options (forward or backward) for its size: the fixed sizes' plain options, or the runtime-size
-/// chains' with their arithmetic.
-template <class S, bool BACKWARD, int N>
-auto chain_options(std::integral_constant<int, N>, const std::string&) {
-  using M = matrix_of<S, N>;
-  return std::conditional_t<BACKWARD, parascan::backward_options<M>, parascan::options<M>>{};
-}
-template <class S, bool BACKWARD>
-auto chain_options(index_t, const std::string& math) {
-  std::conditional_t<BACKWARD, parascan::matrix_backward_options<S>, parascan::matrix_options<S>> o;
-  o.math = math_of(math);
-  return o;
 }
 
 /// Workspace from a Python callable, make(bytes) -> an object with data_ptr() (parascan.torch: a uint8
@@ -818,7 +787,7 @@ void matrix_chain(const in_array& m, const std::optional<out_array>& out, const 
     const batch_plan plan = plan_batch(dim, shapes);
     const auto in = chain_view<const S>(m.data(), sm, plan, size);
     const index_t values = in.count() * n * n;
-    auto o = chain_options<S, false>(size, math);
+    auto o = pyext::chain_options<S, false>(size, math_of(math));
     o.reverse = reverse, o.exclusive = exclusive;
     o.initial = reinterpret_cast<decltype(o.initial)>(per_sequence<S>(initial, values, "initial"));
     o.final = reinterpret_cast<decltype(o.final)>(per_sequence<S>(final, values, "final"));
@@ -850,7 +819,7 @@ void matrix_chain_backward(const in_array& m, const in_array& p, const in_array&
     const batch_plan plan = plan_batch(dim, {sm, sp, sg, sd});
     const auto in = chain_view<const S>(m.data(), sm, plan, size);
     const index_t values = in.count() * n * n;
-    auto o = chain_options<S, true>(size, math);
+    auto o = pyext::chain_options<S, true>(size, math_of(math));
     o.reverse = reverse;
     o.initial = reinterpret_cast<decltype(o.initial)>(per_sequence<S>(initial, values, "initial"));
     o.grad_final = reinterpret_cast<decltype(o.grad_final)>(per_sequence<S>(grad_final, values, "grad_final"));
@@ -877,7 +846,7 @@ void matrix_chain_product_backward(const in_array& m, const in_array& grad_resul
     const batch_plan plan = plan_batch(dim, {sm, sd});
     const auto in = chain_view<const S>(m.data(), sm, plan, size);
     const index_t values = in.count() * n * n;
-    auto o = chain_options<S, true>(size, math);
+    auto o = pyext::chain_options<S, true>(size, math_of(math));
     o.reverse = reverse;
     o.initial = reinterpret_cast<decltype(o.initial)>(per_sequence<S>(initial, values, "initial"));
     o.grad_initial =

@@ -253,15 +253,9 @@ void on_first_matrices(const call& c, const char* name, F&& f) {
   if (dims.size() < 3 || dims[dims.size() - 1] != dims[dims.size() - 2])
     parascan::detail::fail(name, "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
   const auto by_size = [&](auto scalar) {
-    const auto with = [&](auto N) { f(scalar, N, layout_of(m, c.attr<std::int64_t>("dim"), name, 2)); };
-    switch (dims[dims.size() - 1]) {
-      case 2: return with(std::integral_constant<int, 2>{});
-      case 3: return with(std::integral_constant<int, 3>{});
-      case 4: return with(std::integral_constant<int, 4>{});
-      case 8: return with(std::integral_constant<int, 8>{});
-      case 16: return with(std::integral_constant<int, 16>{});
-      default: parascan::detail::fail(std::string(name) + ".shape", "N x N matrices with N = 2, 3, 4, 8 or 16");
-    }
+    pyext::with_fixed_size(index_t(dims[dims.size() - 1]), name, [&](auto N) {
+      f(scalar, N, layout_of(m, c.attr<std::int64_t>("dim"), name, 2));
+    });
   };
   if (m.element_type() == ffi::DataType::F32) return by_size(float{});
   if (m.element_type() == ffi::DataType::F64) return by_size(double{});
@@ -321,25 +315,16 @@ parascan::matrix_math math_of(const call& c) {
 }
 
 /// Calls f(S{}, size, layout) for the call's matrices (its first input): S float or double; size
-/// integral_constant<int, N> where the extension has fixed-size kernels for N and `math` is exact, else N.
+/// pyext::with_chain_size's.
 template <class F>
 void on_chain_matrices(const call& c, F&& f) {
   const ffi::AnyBuffer m = c.arg(0);
   const auto dims = m.dimensions();
   if (dims.size() < 3 || dims[dims.size() - 1] != dims[dims.size() - 2])
     parascan::detail::fail("matrices", "an array of N x N matrices with a time axis: shape (..., T, ..., N, N)");
-  const index_t n = index_t(dims[dims.size() - 1]);
-  const bool exact = math_of(c) == parascan::matrix_math::exact;
   const auto by_size = [&](auto scalar) {
     const time_layout l = layout_of(m, c.attr<std::int64_t>("dim"), "matrices", 2);
-    switch (exact ? n : 0) {
-      case 2: return f(scalar, std::integral_constant<int, 2>{}, l);
-      case 3: return f(scalar, std::integral_constant<int, 3>{}, l);
-      case 4: return f(scalar, std::integral_constant<int, 4>{}, l);
-      case 8: return f(scalar, std::integral_constant<int, 8>{}, l);
-      case 16: return f(scalar, std::integral_constant<int, 16>{}, l);
-      default: return f(scalar, n, l);
-    }
+    pyext::with_chain_size(index_t(dims[dims.size() - 1]), math_of(c), [&](auto size) { f(scalar, size, l); });
   };
   if (m.element_type() == ffi::DataType::F32) return by_size(float{});
   if (m.element_type() == ffi::DataType::F64) return by_size(double{});
@@ -378,20 +363,6 @@ S* chain_per_sequence(const call& c, bool present, std::size_t k, bool output, t
   return per_sequence<S>(c, present, k, output, l, name);
 }
 
-/// A chain's options (forward or backward) for its size: the fixed sizes' plain options, or the runtime-size
-/// chains' with their arithmetic.
-template <class S, bool BACKWARD, int N>
-auto chain_options(const call&, std::integral_constant<int, N>) {
-  using M = pyext::matrix_of<S, N>;
-  return std::conditional_t<BACKWARD, parascan::backward_options<M>, parascan::options<M>>{};
-}
-template <class S, bool BACKWARD>
-auto chain_options(const call& c, index_t) {
-  std::conditional_t<BACKWARD, parascan::matrix_backward_options<S>, parascan::matrix_options<S>> o;
-  o.math = math_of(c);
-  return o;
-}
-
 /// M [, initial] -> the products P [, final], or (attribute product) the whole product R
 struct matrix_chain_entry {
   template <class Exec>
@@ -399,7 +370,7 @@ struct matrix_chain_entry {
     on_chain_matrices(c, [&](auto scalar, auto size, const time_layout& l) {
       using S = decltype(scalar);
       const bool product = c.flag("product");  // one output: the product (no final states)
-      auto o = chain_options<S, false>(c, size);
+      auto o = pyext::chain_options<S, false>(size, math_of(c));
       o.reverse = c.flag("reverse"), o.exclusive = c.flag("exclusive");
       o.initial = chain_per_sequence<S>(c, c.flag("has_initial"), 1, false, l, "initial", size);
       o.final = chain_per_sequence<S>(c, c.rets.size() > 1, 1, true, l, "final", size);
@@ -424,7 +395,7 @@ struct matrix_chain_backward_entry {
       using S = decltype(scalar);
       const bool product = c.flag("product"), initial = c.flag("has_initial");  // product: no grad_final
       const std::size_t first = product ? 2 : 3;  // the optional inputs
-      auto o = chain_options<S, true>(c, size);
+      auto o = pyext::chain_options<S, true>(size, math_of(c));
       o.reverse = c.flag("reverse");
       o.initial = chain_per_sequence<S>(c, initial, first, false, l, "initial", size);
       o.grad_final = chain_per_sequence<S>(c, c.flag("has_grad_final"), first + initial, false, l, "grad_final", size);

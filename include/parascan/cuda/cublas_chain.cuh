@@ -426,7 +426,7 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
   temp_buffer products(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
   p.products = products.as<float>();
   const auto dense_chain = [&](float* data, index_t length) {
-    return matrices_at(strided(data, count, 1, length * NN, 0, length, NN), N, N, dense_storage);
+    return dense_chains(data, count, length, N, dense_storage);
   };
   if (p.launched > 0) run(p);
   if (!t.prefix) {

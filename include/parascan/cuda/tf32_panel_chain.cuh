@@ -28,8 +28,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <string>
 
 #include "../matrix_sequences.hpp"
 #include "chain_tree.cuh"
@@ -278,16 +276,6 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   }
   wait_copies<0>();
 #endif
-}
-
-/// Whether TF32 chains may run the panels (PARASCAN_TF32_PANELS=0: the cuBLAS tree instead, e.g. to compare
-/// the two; read once).
-inline bool panel_chains_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PARASCAN_TF32_PANELS");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
 }
 
 /// Counts the passes launched (tests check that a case ran here and not on the tree).
