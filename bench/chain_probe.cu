@@ -6,7 +6,7 @@
 //
 // Usage: parascan_chain_probe [N ...] (default 128 256 512 1024); PROBE_GRAPH=1 also times each call
 // captured in a CUDA graph (the device's time alone); PROBE_ONCE=1 runs one TF32 prefix and product
-// untimed (for ncu).
+// untimed (for ncu); PROBE_ROW_MAJOR=1 reads the factors as row-major.
 #include <parascan/cuda_matrices.cuh>
 
 #include <Eigen/Dense>
@@ -60,7 +60,10 @@ void probe(index_t N) {
   for (index_t t = 0; t < T; ++t)
     check(cudaMemcpy(in + t * NN, pool + int((t * 5 + t / 16) % pool_size) * NN, NN * 4, cudaMemcpyDeviceToDevice),
           "fill");
-  const auto col = parascan::matrix_storage::column_major;
+  // (PROBE_ROW_MAJOR=1: the same factors read as row-major, their transposes: another layout of the kernels)
+  const char* row_major = std::getenv("PROBE_ROW_MAJOR");
+  const auto col = row_major != nullptr && row_major[0] == '1' ? parascan::matrix_storage::row_major
+                                                                : parascan::matrix_storage::column_major;
   if (std::getenv("PROBE_ONCE") != nullptr) {  // one TF32 prefix and product, untimed (for ncu's kernel list)
     parascan::matrix_options<float> o;
     o.math = parascan::matrix_math::tf32;

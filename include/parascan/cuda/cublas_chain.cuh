@@ -356,7 +356,8 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
                       S* result);
 
 /// How many groups each chain is cut into for the TF32 panels (tf32_panel_chain.cuh), 0 where they do not
-/// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies, a device that runs them; a
+/// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies (and N ld < 2^31), a device that
+/// runs them; a
 /// reduction, or a prefix at N = 128 without an exclusive final product (the tree's last call). At N = 256
 /// a prefix's two passes and the tree over its carries (0.60 ms for 1024 factors, H200) lose to the tree
 /// alone (0.58). As many groups as fill the device once, each of at least four factors, their blocks at
@@ -371,10 +372,12 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
   } else {
     const matrix_sequences<const S>& in = t.in;
     const index_t N = in.size, m = t.m[0];
-    if (opts.math != matrix_math::tf32 || !(N == 128 || (N == 256 && !t.prefix)) || final_product || m < 4 ||
-        !panel_chains_enabled())
+    if (opts.math != matrix_math::tf32 || !(N == 128 || (N == 256 && (!t.prefix || panel_wgmma_loaded()))) ||
+        final_product || m < 4 || !panel_chains_enabled())
       return 0;
     const auto whole_pieces = [](index_t v) { return v % 4 == 0; };
+    const index_t widest_ld = std::max(in.ld, t.prefix ? t.out.ld : N);
+    if (widest_ld > std::numeric_limits<int>::max() / N) return 0;  // (the kernel's 32-bit offsets in a matrix)
     const sequences<const S>& o = in.origins;
     if (reinterpret_cast<std::uintptr_t>(o.data) % 16 != 0 || !whole_pieces(in.ld) || !whole_pieces(o.time_stride) ||
         (o.extent[0] > 1 && o.offsets == nullptr && !whole_pieces(o.stride[0])) ||

@@ -28,12 +28,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <type_traits>
 
 #include "../matrix_sequences.hpp"
 #include "chain_tree.cuh"
 #include "check.cuh"
 #include "device.cuh"
 #include "matrix.cuh"
+#include "wgmma.cuh"
 
 namespace parascan {
 namespace detail {
@@ -64,10 +67,15 @@ struct panel_shape {
   // Unpadded rows (224 KiB at N = 256: padding would not leave room for 3 stages), their 16-byte pieces
   // permuted (XOR) so that each fragment load's 32 lanes fall in 32 banks (below).
   static constexpr int stage_floats = slab * N;
-  static constexpr std::size_t shared_bytes = std::size_t(rows * N + stages * stage_floats) * sizeof(float);
+  // (+ 1 KiB: the panel placed at a multiple of 1024 bytes)
+  static constexpr std::size_t shared_bytes = std::size_t(rows * N + stages * stage_floats) * sizeof(float) + 1024;
 
-  /// The panel, entry (r, k): row r's 16-byte pieces XOR r % 8 (ldmatrix reads 8 rows at one piece).
-  static __device__ __forceinline__ int panel_at(int r, int k) { return r * N + (((k >> 2) ^ (r & 7)) << 2) + (k & 3); }
+  /// The panel, entry (r, k): in chunks of 32 columns (128 bytes a row, all rows of a chunk together),
+  /// each row's 16-byte pieces XOR r % 8: ldmatrix reads 8 rows at one piece from 32 banks, and each chunk
+  /// is a K-major operand with the 128-byte swizzle for wgmma (wgmma.cuh).
+  static __device__ __forceinline__ int panel_at(int r, int k) {
+    return (k >> 5) * (rows * 32) + r * 32 + ((((k >> 2) & 7) ^ (r & 7)) << 2) + (k & 3);
+  }
   /// A stage of factor columns (k contiguous), entry (k, n): column n's pieces XOR n % 8 (ldmatrix, as the panel).
   static __device__ __forceinline__ int column_at(int k, int n) {
     return n * slab + (((k >> 2) ^ (n & 7)) << 2) + (k & 3);
@@ -102,6 +110,9 @@ struct panel_pass {
 /// infinities stay, the largest finite values round to them. (A NaN whose payload fills the top mantissa
 /// bits wraps to zero; the default quiet NaN stays.)
 __device__ __forceinline__ unsigned tf32_operand(float x) { return __float_as_uint(x) + 0x1000u; }
+/// x rounded to the nearest TF32 value (as tf32_operand, the dropped bits cleared): an exact TF32 operand
+/// whether the tensor cores truncate or round it.
+__device__ __forceinline__ unsigned tf32_rounded(float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
 
 __device__ __forceinline__ void copy_16_async(float* shared, const float* global) {
   const unsigned to = unsigned(__cvta_generic_to_shared(shared));
@@ -113,114 +124,37 @@ __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
 }
 
-/// A block: one panel of one group. K_CONTIGUOUS: the factors, as read (transposed or not), keep each
-/// column's entries adjacent (else each row's).
+/// The panel's product on mma.sync (m16n8k8, sm_80 on): warps as 2 x 4 over the 128 x N panel, 64 x N/4
+/// each; the panel (A) by ldmatrix, the factor (B) by ldmatrix or scalar loads, rounded as loaded.
 template <int N, bool K_CONTIGUOUS>
-__global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else refused at dispatch)
+struct panel_mma_sync {
   using shape = panel_shape<N>;
-  extern __shared__ float4 shared_words[];
-  float* panel = reinterpret_cast<float*>(shared_words);
-  float* ring = panel + shape::rows * N;
+  float acc[shape::m_tiles][shape::n_tiles][4];
+  int lane, warp_row, warp_col;
 
-  const index_t block = blockIdx.x;
-  const int part = int(block % shape::panels);
-  const index_t g = (block / shape::panels) % p.launched, s = block / (shape::panels * p.launched);
-  const index_t row0 = index_t(part) * shape::rows;
-  const index_t NN = index_t(N) * N;
-  const index_t first = p.first(g), last = p.first(g + 1);
-
-  // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
-  const bool from_carry = p.carries != nullptr && g > 0;
-  const float* start = from_carry ? p.carries + (s * (p.groups - 1) + g - 1) * NN : p.tree.x0(s, first);
-  const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.first_item : p.factor;
-  const index_t step_first = from_carry ? first : first + 1, steps = last - step_first;
-  // Threads along k where the start's rows are contiguous; else 8 rows x 4 columns a warp (32 bytes of each
-  // of 4 columns; in the panel 8 pieces XOR-apart: 32 banks).
-  for (int e = int(threadIdx.x); e < shape::rows * N; e += shape::threads) {
-    const int r = ss.cols == 1 ? e / N : (e & 7) + 8 * ((e >> 5) % (shape::rows / 8)),
-              k = ss.cols == 1 ? e % N : ((e >> 3) & 3) + 4 * (e / (4 * shape::rows));
-    panel[shape::panel_at(r, k)] = __uint_as_float(tf32_operand(start[(row0 + r) * ss.rows + k * ss.cols]));
+  __device__ panel_mma_sync() {
+    const int warp = int(threadIdx.x) / 32;
+    lane = int(threadIdx.x) % 32;
+    warp_row = (warp / 4) * shape::warp_rows;
+    warp_col = (warp % 4) * shape::warp_cols;
   }
 
-  // Slab q: rows [slab (q % slabs), + slab) of level-0 item step_first + q / slabs (a factor: items count
-  // the initial matrix first), into stage q % stages. The factors of chain s in time order from `factors`
-  // (computed once: a view's place costs a division).
-  const float* factors = p.tree.in.origins.begin_of(s);
-  const index_t time_stride = p.tree.in.origins.time_stride;
-  // This thread's pieces of a slab: c * 256 + threadIdx.x, each `piece_step` scalars after the one before in the
-  // factor and `stage_step` in the stage (the XOR permutation is the same for all of them).
-  constexpr int per_thread = shape::slab * N / 4 / shape::threads;
-  const int tid = int(threadIdx.x);
-  const int piece_k = K_CONTIGUOUS ? (tid % (shape::slab / 4)) * 4 : tid / (N / 4),
-            piece_n = K_CONTIGUOUS ? tid / (shape::slab / 4) : (tid % (N / 4)) * 4;
-  const index_t piece_offset = index_t(piece_n) * p.factor.cols + index_t(piece_k) * p.factor.rows,
-                piece_step = K_CONTIGUOUS ? index_t(shape::threads / (shape::slab / 4)) * p.factor.cols
-                                          : index_t(shape::threads / (N / 4)) * p.factor.rows;
-  const int stage_offset = K_CONTIGUOUS ? shape::column_at(piece_k, piece_n) : shape::row_at(piece_k, piece_n);
-  constexpr int stage_step = K_CONTIGUOUS ? (shape::threads / (shape::slab / 4)) * shape::slab
-                                          : (shape::threads / (N / 4)) * N;
-  const auto load = [&](index_t q) {
-    const int k0 = int(q % shape::slabs) * shape::slab;
-    const float* x = factors + p.tree.time_of(step_first + q / shape::slabs - p.tree.lead) * time_stride +
-                     index_t(k0) * p.factor.rows + piece_offset;
-    float* stage = ring + int(q % shape::stages) * shape::stage_floats + stage_offset;
-#pragma unroll
-    for (int c = 0; c < per_thread; ++c) copy_16_async(stage + c * stage_step, x + c * piece_step);
-  };
-
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, lg = lane / 4, lt = lane % 4;
-  const int warp_row = (warp / 4) * shape::warp_rows, warp_col = (warp % 4) * shape::warp_cols;
-  float acc[shape::m_tiles][shape::n_tiles][4];
-  const auto clear = [&] {
+  __device__ __forceinline__ void clear() {
 #pragma unroll
     for (int i = 0; i < shape::m_tiles; ++i)
 #pragma unroll
       for (int j = 0; j < shape::n_tiles; ++j)
 #pragma unroll
         for (int v = 0; v < 4; ++v) acc[i][j][v] = 0;
-  };
-  // Writes the accumulators (the panel of the product so far) to `to` (strides st), or, to_panel, back
-  // into the panel as TF32.
-  const auto write = [&](float* to, matrix_strides st, bool to_panel) {
-#pragma unroll
-    for (int i = 0; i < shape::m_tiles; ++i)
-#pragma unroll
-      for (int j = 0; j < shape::n_tiles; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = warp_row + i * 16 + lg + 8 * h, c = warp_col + j * 8 + 2 * lt;
-          const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-          if (to_panel) {
-            *reinterpret_cast<float2*>(panel + shape::panel_at(r, c)) =
-                make_float2(__uint_as_float(tf32_operand(v0)), __uint_as_float(tf32_operand(v1)));
-          } else {
-            float* at = to + (row0 + r) * st.rows + index_t(c) * st.cols;
-            at[0] = v0;
-            at[st.cols] = v1;
-          }
-        }
-  };
-
-  const index_t total = steps * shape::slabs;
-#pragma unroll
-  for (int q = 0; q < shape::stages - 1; ++q) {
-    if (q < total) load(q);
-    commit_copies();
   }
-  clear();
-  const unsigned panel_base = unsigned(__cvta_generic_to_shared(panel));
-  // ldmatrix: lane i gives row i % 8 of 8 x 4 block i / 8 (rows +8 for blocks 1, 3; columns +4 for 2, 3).
-  const int lane_row = warp_row + (lane & 7) + ((lane >> 3) & 1) * 8, lane_col = (lane >> 4) * 4;
-  for (index_t q = 0; q < total; ++q) {
-    wait_copies<shape::stages - 2>();
-    __syncthreads();
-    if (q + shape::stages - 1 < total) load(q + shape::stages - 1);
-    commit_copies();
 
-    const float* stage = ring + int(q % shape::stages) * shape::stage_floats;
-    const unsigned stage_base = unsigned(__cvta_generic_to_shared(stage));
-    const int k_base = int(q % shape::slabs) * shape::slab;
+  /// acc += panel[:, k_base + slab) stage.
+  __device__ __forceinline__ void multiply(const float* panel, const float* stage, int k_base, bool /*first*/) {
+    const unsigned panel_base = unsigned(__cvta_generic_to_shared(panel)),
+                   stage_base = unsigned(__cvta_generic_to_shared(stage));
+    const int lg = lane / 4, lt = lane % 4;
+    // ldmatrix: lane i gives row i % 8 of 8 x 4 block i / 8 (rows +8 for blocks 1, 3; columns +4 for 2, 3).
+    const int lane_row = warp_row + (lane & 7) + ((lane >> 3) & 1) * 8, lane_col = (lane >> 4) * 4;
 #pragma unroll
     for (int kk = 0; kk < shape::slab; kk += 8) {
       unsigned a[shape::m_tiles][4];
@@ -257,22 +191,258 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
           for (int i = 0; i < shape::m_tiles; ++i) engine::mma_tf32(acc[i][j + h], a[i], b[h]);
       }
     }
+  }
 
-    if ((q + 1) % shape::slabs == 0) {  // a factor done: the accumulators hold the panel of the next product
-      const index_t item = step_first + q / shape::slabs;
-      const bool last_step = item == last - 1;
-      if (p.write_steps) {
-        float* o = p.tree.o0(s, item);
-        if (o != nullptr) write(o, p.out, false);
-      } else if (last_step) {
-        write(p.products + (s * p.launched + g) * NN, p.dense, false);
+  /// The panel of the product so far, entries (r, c) and (r, c + 1) (c even) for each pair this thread
+  /// holds: f(r, c, value, next value).
+  static constexpr bool pairs_in_a_column = false;
+  template <class F>
+  __device__ __forceinline__ void for_each_pair(F&& f) const {
+    int l = lane, r0 = warp_row, c0 = warp_col;
+    asm volatile("" : "+r"(l), "+r"(r0), "+r"(c0));  // (see the kernel's to_memory)
+    const int lg = l / 4, lt = l % 4;
+#pragma unroll
+    for (int i = 0; i < shape::m_tiles; ++i)
+#pragma unroll
+      for (int j = 0; j < shape::n_tiles; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          f(r0 + i * 16 + lg + 8 * h, c0 + j * 8 + 2 * lt, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+  }
+  /// The accumulators into the panel, as TF32 (pairs of adjacent columns), and cleared.
+  __device__ __forceinline__ void to_panel(float* panel) {
+    for_each_pair([&](int r, int c, float v0, float v1) {
+      *reinterpret_cast<float2*>(panel + shape::panel_at(r, c)) =
+          make_float2(__uint_as_float(tf32_rounded(v0)), __uint_as_float(tf32_rounded(v1)));
+    });
+    clear();
+  }
+};
+
+#if defined(PARASCAN_WGMMA)
+/// The panel's product on wgmma (sm_90a), as its transpose: (P F)^T = F^T P^T, so that the panel P (kept
+/// row-major, k along its rows) is wgmma's K-major B operand read from shared memory by descriptor, and the
+/// factor, whichever way it is stored, the A operand in registers. Warpgroup w computes columns [w N/2,
+/// (w + 1) N/2) of the panel's product, N/128 m64n128k8 tiles a step of 8 k.
+template <int N, bool K_CONTIGUOUS>
+struct panel_wgmma {
+  using shape = panel_shape<N>;
+  static constexpr int tiles = N / 128, k_steps = shape::slab / 8;
+  float acc[tiles][64];
+  unsigned a[k_steps][tiles][4];
+  int lane, column0;  // column0: the product's column (D's row) of this thread's tile 0, g = 0
+
+  __device__ panel_wgmma() {
+    const int warp = int(threadIdx.x) / 32;
+    lane = int(threadIdx.x) % 32;
+    column0 = (warp / 4) * (N / 2) + (warp % 4) * 16;
+  }
+
+  /// The fragments of A = F^T for one slab, A(m, k) = F(k, m): (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4).
+  __device__ __forceinline__ void load_fragments(const float* stage) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int s = 0; s < k_steps; ++s)
+#pragma unroll
+      for (int i = 0; i < tiles; ++i) {
+        unsigned(&f)[4] = a[s][i];
+        const int m = column0 + 64 * i, k = 8 * s;
+        if (K_CONTIGUOUS) {  // ldmatrix: blocks (m, k), (m, k + 4), (m + 8, k), (m + 8, k + 4), 8 m x 4 k each
+          const unsigned at = unsigned(__cvta_generic_to_shared(
+              stage + shape::column_at(k + ((lane >> 3) & 1) * 4, m + (lane >> 4) * 8 + (lane & 7))));
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(f[0]), "=r"(f[2]), "=r"(f[1]), "=r"(f[3])
+                       : "r"(at));
+#pragma unroll
+          for (int v = 0; v < 4; ++v) f[v] = tf32_rounded(__uint_as_float(f[v]));
+        } else {
+          f[0] = tf32_rounded(stage[shape::row_at(k + t, m + g)]);
+          f[1] = tf32_rounded(stage[shape::row_at(k + t, m + g + 8)]);
+          f[2] = tf32_rounded(stage[shape::row_at(k + t + 4, m + g)]);
+          f[3] = tf32_rounded(stage[shape::row_at(k + t + 4, m + g + 8)]);
+        }
       }
-      if (!last_step) {
-        __syncthreads();  // every warp has read the panel
-        write(nullptr, p.dense, true);
-        clear();
-      }
+  }
+
+  /// acc (+)= F^T[:, k_base + slab) P^T[k_base + slab, :) (`first`: the first slab of a factor, acc = ...).
+  __device__ __forceinline__ void multiply(const float* panel, const float* stage, int k_base, bool first) {
+    // The panel's 32-column chunk k_base / 32 (panel_at), steps of 8 columns 32 bytes apart in it.
+    const unsigned chunk = unsigned(__cvta_generic_to_shared(panel + shape::panel_at(0, k_base)));
+    load_fragments(stage);
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < k_steps; ++s)
+#pragma unroll
+      for (int i = 0; i < tiles; ++i)
+        wgmma::mma_m64n128k8(acc[i], a[s][i], wgmma::k_major_swizzled(chunk + 32u * unsigned(s)),
+                             !(first && s == 0));
+    wgmma::commit();
+    // Done before the next slab's fragments are loaded: ptxas serializes every MMA of a kernel that writes
+    // an operand's registers while MMAs are in flight (and two slabs' fragments do not fit beside acc).
+    wgmma::wait<0>();
+  }
+
+  /// The panel of the product so far, entries (r, c) and (r + 1, c) (r even) for each pair this thread
+  /// holds: f(r, c, value, next value).
+  static constexpr bool pairs_in_a_column = true;
+  template <class F>
+  __device__ __forceinline__ void for_each_pair(F&& f) const {
+    int l = lane, c0 = column0;
+    asm volatile("" : "+r"(l), "+r"(c0));  // (see the kernel's to_memory)
+    const int g = l / 4, t = l % 4;
+#pragma unroll
+    for (int i = 0; i < tiles; ++i)
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          f(8 * j + 2 * t, c0 + 64 * i + g + 8 * h, acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+  }
+  __device__ __forceinline__ void clear() {}  // (the next factor's first MMAs do not accumulate)
+  /// The accumulators into the panel, as TF32, for the MMAs' descriptor reads.
+  __device__ __forceinline__ void to_panel(float* panel) {
+    for_each_pair([&](int r, int c, float v0, float v1) {
+      panel[shape::panel_at(r, c)] = __uint_as_float(tf32_rounded(v0));
+      panel[shape::panel_at(r + 1, c)] = __uint_as_float(tf32_rounded(v1));
+    });
+    wgmma::shared_writes_to_async_proxy();
+  }
+};
+#endif
+
+/// A block: one panel of one group. K_CONTIGUOUS: the factors, as read (transposed or not), keep each
+/// column's entries adjacent (else each row's).
+template <int N, bool K_CONTIGUOUS>
+__global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else refused at dispatch)
+  using shape = panel_shape<N>;
+  extern __shared__ float4 shared_words[];
+  // The panel at a multiple of 1024 bytes (wgmma's swizzle atoms; the allocation has room).
+  const unsigned misaligned = unsigned(__cvta_generic_to_shared(shared_words)) % 1024u;
+  float* panel = reinterpret_cast<float*>(shared_words) + (misaligned ? (1024u - misaligned) / 4 : 0);
+  float* ring = panel + shape::rows * N;
+
+  const index_t block = blockIdx.x;
+  const int part = int(block % shape::panels);
+  const index_t g = (block / shape::panels) % p.launched, s = block / (shape::panels * p.launched);
+  const index_t row0 = index_t(part) * shape::rows;
+  const index_t NN = index_t(N) * N;
+  const index_t first = p.first(g), last = p.first(g + 1);
+
+  // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
+  const bool from_carry = p.carries != nullptr && g > 0;
+  const float* start = from_carry ? p.carries + (s * (p.groups - 1) + g - 1) * NN : p.tree.x0(s, first);
+  const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.first_item : p.factor;
+  const index_t step_first = from_carry ? first : first + 1, steps = last - step_first;
+  // Threads along k where the start's rows are contiguous; else 8 rows x 4 columns a warp (32 bytes of each
+  // of 4 columns; in the panel 8 pieces XOR-apart: 32 banks).
+  for (int e = int(threadIdx.x); e < shape::rows * N; e += shape::threads) {
+    const int r = ss.cols == 1 ? e / N : (e & 7) + 8 * ((e >> 5) % (shape::rows / 8)),
+              k = ss.cols == 1 ? e % N : ((e >> 3) & 3) + 4 * (e / (4 * shape::rows));
+    panel[shape::panel_at(r, k)] = __uint_as_float(tf32_rounded(start[(row0 + r) * ss.rows + k * ss.cols]));
+  }
+
+  // Slab q: rows [slab (q % slabs), + slab) of level-0 item step_first + q / slabs (a factor: items count
+  // the initial matrix first), into stage q % stages. The factors of chain s in time order from `factors`
+  // (computed once: a view's place costs a division).
+  const float* factors = p.tree.in.origins.begin_of(s);
+  const index_t time_stride = p.tree.in.origins.time_stride;
+  // The loaders of a slab: the block (mma.sync), or each warpgroup its own half of the columns (wgmma: a
+  // warpgroup reads only the factor's columns of its half of the product, so the two warpgroups run apart
+  // between factors, one's MMAs over the other's waits). This thread's pieces: each `piece_step` scalars
+  // after the one before in the factor and `stage_step` in the stage (the XOR permutation the same for all).
+#if defined(PARASCAN_WGMMA)
+  constexpr int loaders = 128, load_cols = N / 2;
+#else
+  constexpr int loaders = shape::threads, load_cols = N;
+#endif
+  constexpr int per_thread = shape::slab * load_cols / 4 / loaders;
+  const int tid = int(threadIdx.x), lt = tid % loaders, col_base = (tid / loaders) * load_cols;
+  const int piece_k = K_CONTIGUOUS ? (lt % (shape::slab / 4)) * 4 : lt / (load_cols / 4),
+            piece_n = col_base + (K_CONTIGUOUS ? lt / (shape::slab / 4) : (lt % (load_cols / 4)) * 4);
+  const index_t piece_offset = index_t(piece_n) * p.factor.cols + index_t(piece_k) * p.factor.rows,
+                piece_step = K_CONTIGUOUS ? index_t(loaders / (shape::slab / 4)) * p.factor.cols
+                                          : index_t(loaders / (load_cols / 4)) * p.factor.rows;
+  const int stage_offset = K_CONTIGUOUS ? shape::column_at(piece_k, piece_n) : shape::row_at(piece_k, piece_n);
+  constexpr int stage_step = K_CONTIGUOUS ? (loaders / (shape::slab / 4)) * shape::slab
+                                          : (loaders / (load_cols / 4)) * N;
+  // All loaders of a slab have their pieces in place.
+  const auto slab_landed = [&] {
+    wait_copies<shape::stages - 2>();
+#if defined(PARASCAN_WGMMA)
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + tid / 128) : "memory");
+#else
+    __syncthreads();
+#endif
+  };
+  const auto load = [&](index_t q) {
+    const int k0 = int(q % shape::slabs) * shape::slab;
+    const float* x = factors + p.tree.time_of(step_first + q / shape::slabs - p.tree.lead) * time_stride +
+                     index_t(k0) * p.factor.rows + piece_offset;
+    float* stage = ring + int(q % shape::stages) * shape::stage_floats + stage_offset;
+#pragma unroll
+    for (int c = 0; c < per_thread; ++c) copy_16_async(stage + c * stage_step, x + c * piece_step);
+  };
+
+  const index_t total = steps * shape::slabs;
+#pragma unroll
+  for (int q = 0; q < shape::stages - 1; ++q) {
+    if (q < total) load(q);
+    commit_copies();
+  }
+#if defined(PARASCAN_WGMMA)
+  wgmma::shared_writes_to_async_proxy();  // the start, for the first MMAs' descriptor reads
+  __syncthreads();                        // (each warpgroup reads all of it; the slabs' barriers are its own)
+  panel_wgmma<N, K_CONTIGUOUS> product;
+#else
+  panel_mma_sync<N, K_CONTIGUOUS> product;
+#endif
+  // After slab q: a factor done, the accumulators hold the panel of the next product. Writes it (to the
+  // outputs, or the group's product) and, unless the group is done, into the panel.
+  const auto factor_done = [&](index_t q) {
+    const index_t item = step_first + q / shape::slabs;
+    const bool last_step = item == last - 1;
+    // 32-bit offsets from the panel's first row (panel_groups: N ld < 2^31), the strides hidden from the
+    // optimizer (and the threads' places, in for_each_pair): else it keeps every entry's offset in a register
+    // across the loop (spilled). A pair adjacent in memory is one 8-byte store where aligned.
+    const auto to_memory = [&](float* to, matrix_strides st) {
+      int rows = int(st.rows), cols = int(st.cols);
+      asm volatile("" : "+r"(rows), "+r"(cols));
+      float* panel_rows = to + row0 * st.rows;
+      const int apart = decltype(product)::pairs_in_a_column ? rows : cols, across = rows + cols - apart;
+      if (apart == 1 && across % 2 == 0 && reinterpret_cast<std::uintptr_t>(panel_rows) % 8 == 0)
+        product.for_each_pair([&](int r, int c, float v0, float v1) {
+          *reinterpret_cast<float2*>(panel_rows + r * rows + c * cols) = make_float2(v0, v1);
+        });
+      else
+        product.for_each_pair([&](int r, int c, float v0, float v1) {
+          float* at = panel_rows + r * rows + c * cols;
+          at[0] = v0;
+          at[apart] = v1;
+        });
+    };
+    if (p.write_steps) {
+      float* o = p.tree.o0(s, item);
+      if (o != nullptr) to_memory(o, p.out);
+    } else if (last_step) {
+      to_memory(p.products + (s * p.launched + g) * NN, p.dense);
     }
+    if (!last_step) {
+      __syncthreads();  // every warp has read the panel
+      product.to_panel(panel);
+#if defined(PARASCAN_WGMMA)
+      __syncthreads();  // (each warpgroup's MMAs read all of it; the slabs' barriers are the warpgroup's)
+#endif
+    }
+  };
+  product.clear();
+  for (index_t q = 0; q < total; ++q) {
+    slab_landed();
+    if (q + shape::stages - 1 < total) load(q + shape::stages - 1);
+    commit_copies();
+    product.multiply(panel, ring + int(q % shape::stages) * shape::stage_floats, int(q % shape::slabs) * shape::slab,
+                     q % shape::slabs == 0);
+    if ((q + 1) % shape::slabs == 0) factor_done(q);
   }
   wait_copies<0>();
 #endif
@@ -301,6 +471,27 @@ void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
     launch_panel_pass<N, true>(p, stream);
   else
     launch_panel_pass<N, false>(p, stream);
+}
+
+/// A marker of the build the device runs: it declares shared memory only where the panel kernels use
+/// wgmma (sm_90a images).
+template <int = 0>
+__global__ void panel_wgmma_marker() {
+#if defined(PARASCAN_WGMMA)
+  __shared__ int marker;
+  *static_cast<volatile int*>(&marker) = 0;
+#endif
+}
+
+/// Whether the panel kernels the current device runs are the wgmma build (cached per device; read from the
+/// marker's attributes, which name the image the device loads and may be asked while a stream is captured).
+inline bool panel_wgmma_loaded() {
+  static std::atomic<int> cache[64] = {};
+  return engine::cached_per_device(cache, [](int) {
+           cudaFuncAttributes attributes{};
+           detail::cuda_check(cudaFuncGetAttributes(&attributes, panel_wgmma_marker<>), "cudaFuncGetAttributes");
+           return attributes.sharedSizeBytes > 0 ? 1 : -1;  // (the cache's 0: not yet asked)
+         }) > 0;
 }
 
 /// Blocks of the panel kernel of size N a multiprocessor holds (cached per device); 0 where the device does
