@@ -13,15 +13,18 @@
 // through the tree (the product, or the carries: the exclusive prefix of the groups); a prefix then runs
 // pass 2, each group from its carry, writing every step.
 //
-// Arithmetic: m16n8k8 TF32 mma.sync (warps as 2 x 4 over the 128 x N panel, 64 x N/4 each); operands
+// Arithmetic: in sm_90a builds wgmma (panel_wgmma: the transposed product, the panel as the shared-memory
+// operand, each warpgroup loading and multiplying its half of the columns between factors); elsewhere
+// m16n8k8 TF32 mma.sync (panel_mma_sync: warps as 2 x 4 over the 128 x N panel, 64 x N/4 each). Operands
 // rounded to TF32 (to nearest: the panel as it is stored, the factors' fragments as they are loaded),
 // products accumulated in fp32. A right_to_left chain runs as left_to_right over the transposes
 // ((X_t ... X_0)^T = X_0^T ... X_t^T), which only swaps strides.
 //
-// Measured (H200, the product of 1000 256 x 256 factors, bench/chain_probe.cu): pass 1 207 us, its tensor
-// pipe active 51% of the time (2 warps a scheduler, 255 registers: fragments are not double-buffered),
-// the tree over 64 group products 50 us; the call 0.255 ms against the tree's 0.275 (3.45x the exact
-// product, against 3.2x). mma.sync's TF32 rate on Hopper is half of wgmma's, which this kernel does not use.
+// Measured (H200, the product of 1000 256 x 256 factors, bench/chain_probe.cu): 0.216-0.218 ms on wgmma
+// (4.05x the exact product; the tree 0.276, mma.sync 0.252), of which the tree over 64 group products
+// takes about 50 us. Pass 1 is still issue-bound (with no loads the call reads 0.196 ms, pass 1 about 146
+// us against 70 us at the TF32 peak): a warpgroup waits for its MMAs at every slab before loading the
+// next fragments.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -70,11 +73,15 @@ struct panel_shape {
   // (+ 1 KiB: the panel placed at a multiple of 1024 bytes)
   static constexpr std::size_t shared_bytes = std::size_t(rows * N + stages * stage_floats) * sizeof(float) + 1024;
 
-  /// The panel, entry (r, k): in chunks of 32 columns (128 bytes a row, all rows of a chunk together),
-  /// each row's 16-byte pieces XOR r % 8: ldmatrix reads 8 rows at one piece from 32 banks, and each chunk
-  /// is a K-major operand with the 128-byte swizzle for wgmma (wgmma.cuh).
+  /// The panel, entry (r, k): each row's 16-byte pieces XOR r % 8 (ldmatrix reads 8 rows at one piece
+  /// from 32 banks); for wgmma in chunks of 32 columns (128 bytes a row, all rows of a chunk together), each
+  /// chunk a K-major operand with the 128-byte swizzle (wgmma.cuh).
   static __device__ __forceinline__ int panel_at(int r, int k) {
+#if defined(PARASCAN_WGMMA)
     return (k >> 5) * (rows * 32) + r * 32 + ((((k >> 2) & 7) ^ (r & 7)) << 2) + (k & 3);
+#else  // (whole rows: 0.252 against 0.275 ms for mma.sync's product of 1000 256 x 256 factors, H200)
+    return r * N + (((k >> 2) ^ (r & 7)) << 2) + (k & 3);
+#endif
   }
   /// A stage of factor columns (k contiguous), entry (k, n): column n's pieces XOR n % 8 (ldmatrix, as the panel).
   static __device__ __forceinline__ int column_at(int k, int n) {
@@ -198,9 +205,8 @@ struct panel_mma_sync {
   static constexpr bool pairs_in_a_column = false;
   template <class F>
   __device__ __forceinline__ void for_each_pair(F&& f) const {
-    int l = lane, r0 = warp_row, c0 = warp_col;
-    asm volatile("" : "+r"(l), "+r"(r0), "+r"(c0));  // (see the kernel's to_memory)
-    const int lg = l / 4, lt = l % 4;
+    // (Unlike panel_wgmma's, these places need no hiding: 0.252 against 0.280 ms with it.)
+    const int r0 = warp_row, c0 = warp_col, lg = lane / 4, lt = lane % 4;
 #pragma unroll
     for (int i = 0; i < shape::m_tiles; ++i)
 #pragma unroll
