@@ -270,7 +270,7 @@ struct panel_wgmma {
       }
   }
 
-  /// acc (+)= F^T[:, k_base + slab) P^T[k_base + slab, :) (`first`: the first slab of a factor, acc = ...).
+  /// acc += F^T[:, k_base + slab) P^T[k_base + slab, :), or (`first`: a factor's first slab) acc = ....
   __device__ __forceinline__ void multiply(const float* panel, const float* stage, int k_base, bool first) {
     // The panel's 32-column chunk k_base / 32 (panel_at), steps of 8 columns 32 bytes apart in it.
     const unsigned chunk = unsigned(__cvta_generic_to_shared(panel + shape::panel_at(0, k_base)));
@@ -283,8 +283,9 @@ struct panel_wgmma {
         wgmma::mma_m64n128k8(acc[i], a[s][i], wgmma::k_major_swizzled(chunk + 32u * unsigned(s)),
                              !(first && s == 0));
     wgmma::commit();
-    // Done before the next slab's fragments are loaded: ptxas serializes every MMA of a kernel that writes
-    // an operand's registers while MMAs are in flight (and two slabs' fragments do not fit beside acc).
+    // Done before the next slab's fragments are loaded into the same registers. (Two slabs' fragments in
+    // turn took 192 registers and ptxas then serialized every MMA, C7513; loading a slab's second half under
+    // its first half's MMAs read the same as this.)
     wgmma::wait<0>();
   }
 
@@ -409,8 +410,8 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
     const index_t item = step_first + q / shape::slabs;
     const bool last_step = item == last - 1;
     // 32-bit offsets from the panel's first row (panel_groups: N ld < 2^31), the strides hidden from the
-    // optimizer (and the threads' places, in for_each_pair): else it keeps every entry's offset in a register
-    // across the loop (spilled). A pair adjacent in memory is one 8-byte store where aligned.
+    // optimizer (and on wgmma the threads' places, in for_each_pair): else it keeps every entry's offset in
+    // a register across the loop (spilled). A pair adjacent in memory is one 8-byte store where aligned.
     const auto to_memory = [&](float* to, matrix_strides st) {
       int rows = int(st.rows), cols = int(st.cols);
       asm volatile("" : "+r"(rows), "+r"(cols));
