@@ -7,6 +7,7 @@
 // nothing written outside the outputs; bad arguments refused with
 // nothing written; on the GPU the opt-in TF32 and bf16 arithmetic within their precision.
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include <parascan/ops/runtime_matrix_chain.hpp>
@@ -215,7 +216,20 @@ TEST_CASE("runtime-size matrix chains: TF32 panels (GPU: N = 128 and 256, groups
   // Chains long enough for the panels (blocks for half the device at least), one or two of them: every
   // option, both orders, row- and column-major factors (each a layout of the kernel's stages), padded
   // leading dimensions and gaps that keep 16-byte pieces; an exclusive scan with a final matrix (and the
-  // prefix at N = 256 without wgmma) run the tree (checked alike).
+  // prefix at N = 256 without wgmma, or with factors or outputs whose columns are contiguous as read) run
+  // the tree (checked alike).
+  // This test always carries sm_90a code (tests/CMakeLists.txt): a Hopper device runs it, unless the driver
+  // is told to compile the PTX instead (the mma.sync path).
+  {
+    int device = 0;
+    cudaDeviceProp prop{};
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaGetDeviceProperties(&prop, device) == cudaSuccess);
+    const char* jit = std::getenv("CUDA_FORCE_PTX_JIT");
+    if (prop.major == 9 && prop.minor == 0 && !(jit != nullptr && jit[0] == '1'))
+      CHECK(parascan::detail::panel_wgmma_loaded());
+    MESSAGE("TF32 panels on ", parascan::detail::panel_wgmma_loaded() ? "wgmma" : "mma.sync");
+  }
   int variant = 0;
   for (index_t N : {index_t(128), index_t(256)})
     for (int flags = 0; flags < 16; ++flags) {

@@ -67,8 +67,8 @@ struct panel_shape {
   // for the product of 1000 256 x 256 factors where 16 x 6 and 16 x 5 read 0.279-0.282 (H200).
   static constexpr int slab = 32, stages = 3;
   static constexpr int slabs = N / slab;  // a factor
-  // Unpadded rows (224 KiB at N = 256: padding would not leave room for 3 stages), their 16-byte pieces
-  // permuted (XOR) so that each fragment load's 32 lanes fall in 32 banks (below).
+  // Unpadded rows (225 KiB at N = 256 with the alignment slack: padding would not leave room for 3
+  // stages), their 16-byte pieces permuted (XOR) so that each fragment load's 32 lanes fall in 32 banks.
   static constexpr int stage_floats = slab * N;
   // (+ 1 KiB: the panel placed at a multiple of 1024 bytes)
   static constexpr std::size_t shared_bytes = std::size_t(rows * N + stages * stage_floats) * sizeof(float) + 1024;
@@ -481,7 +481,8 @@ void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
 }
 
 /// A marker of the build the device runs: it declares shared memory only where the panel kernels use
-/// wgmma (sm_90a images).
+/// wgmma (sm_90a images). (It names the image of its own translation unit: the kernels' must be built for
+/// the same architectures, as a program's translation units are.)
 template <int = 0>
 __global__ void panel_wgmma_marker() {
 #if defined(PARASCAN_WGMMA)
@@ -503,8 +504,8 @@ inline bool panel_wgmma_loaded() {
 
 /// Blocks of the panel kernel of size N a multiprocessor holds (cached per device); 0 where the device does
 /// not run it: its code for this device was compiled below sm_80 (no mma: a binary or PTX for an older
-/// architecture, JIT-compiled here, has the empty body), or a block's shared memory (112 KiB at N = 128,
-/// 224 KiB at N = 256) is more than the device allows (sm_80: 163 KiB, so N = 128 only; sm_86 / 89: 99
+/// architecture, JIT-compiled here, has the empty body), or a block's shared memory (113 KiB at N = 128,
+/// 225 KiB at N = 256) is more than the device allows (sm_80: 163 KiB, so N = 128 only; sm_86 / 89: 99
 /// KiB, neither).
 template <int N>
 int panel_blocks_per_multiprocessor() {

@@ -16,11 +16,11 @@
 
 #include <cstdint>
 
-namespace parascan::detail::wgmma {
-
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PARASCAN_WGMMA 1
 #endif
+
+namespace parascan::detail::wgmma {
 
 /// The descriptor of a K-major B operand at shared-memory byte address `address` (a multiple of 16; its
 /// atom at a multiple of 1024), 128-byte swizzle, 8-row atoms 1024 bytes apart.
@@ -35,7 +35,9 @@ __device__ __forceinline__ std::uint64_t k_major_swizzled(unsigned address) {
 /// Orders this thread's register writes (A fragments, accumulators) before the warpgroup's next MMAs.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-/// Waits until at most PENDING committed groups of this warpgroup's MMAs are in flight.
+/// Waits until at most PENDING committed groups of this warpgroup's MMAs are in flight. (The accumulators
+/// are not its operands, so the compiler could move register work on them above it; ptxas would then add
+/// its own wait, C7517, which no build here has reported.)
 template <int PENDING>
 __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
