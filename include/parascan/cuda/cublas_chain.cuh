@@ -375,7 +375,7 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
     const index_t N = in.size, m = t.m[0];
     // Rows contiguous as the panels read them (a right_to_left chain reads the transposes).
     const auto rows_as_read = [&](matrix_storage storage) {
-      return (storage == matrix_storage::row_major) == t.left_to_right;
+      return strides_of(storage, N, !t.left_to_right).cols == 1;
     };
     if (opts.math != matrix_math::tf32 || !(N == 128 || N == 256) || final_product || m < 4 ||
         !panel_chains_enabled())

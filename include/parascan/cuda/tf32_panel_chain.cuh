@@ -27,6 +27,7 @@
 // next fragments.
 #pragma once
 
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -61,8 +62,6 @@ template <int N>
 struct panel_shape {
   static_assert(N == 128 || N == 256, "panel chains: N = 128 or 256");
   static constexpr int rows = 128, panels = N / rows, threads = 256;
-  static constexpr int warp_rows = 64, warp_cols = N / 4;  // warps as 2 x 4
-  static constexpr int m_tiles = warp_rows / 16, n_tiles = warp_cols / 8;
   // Factor rows (the product's k) a stage holds, and stages: 32 x 3 (128 mma a warp a barrier) read 0.255 ms
   // for the product of 1000 256 x 256 factors where 16 x 6 and 16 x 5 read 0.279-0.282 (H200).
   static constexpr int slab = 32, stages = 3;
@@ -121,14 +120,12 @@ __device__ __forceinline__ unsigned tf32_operand(float x) { return __float_as_ui
 /// whether the tensor cores truncate or round it.
 __device__ __forceinline__ unsigned tf32_rounded(float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
 
-__device__ __forceinline__ void copy_16_async(float* shared, const float* global) {
-  const unsigned to = unsigned(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int PENDING>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+/// An ldmatrix of four 8 x 8 blocks of 16-bit pieces (here 8 x 4 fp32 each) at shared-memory byte
+/// address `at` (lane i gives a row of block i / 8): r[b] holds block b's piece of this lane.
+__device__ __forceinline__ void ldmatrix_x4(unsigned at, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(at));
 }
 
 /// The panel's product on mma.sync (m16n8k8, sm_80 on): warps as 2 x 4 over the 128 x N panel, 64 x N/4
@@ -136,21 +133,23 @@ __device__ __forceinline__ void wait_copies() {
 template <int N, bool K_CONTIGUOUS>
 struct panel_mma_sync {
   using shape = panel_shape<N>;
-  float acc[shape::m_tiles][shape::n_tiles][4];
+  static constexpr int warp_rows = 64, warp_cols = N / 4;  // warps as 2 x 4
+  static constexpr int m_tiles = warp_rows / 16, n_tiles = warp_cols / 8;
+  float acc[m_tiles][n_tiles][4];
   int lane, warp_row, warp_col;
 
   __device__ panel_mma_sync() {
     const int warp = int(threadIdx.x) / 32;
     lane = int(threadIdx.x) % 32;
-    warp_row = (warp / 4) * shape::warp_rows;
-    warp_col = (warp % 4) * shape::warp_cols;
+    warp_row = (warp / 4) * warp_rows;
+    warp_col = (warp % 4) * warp_cols;
   }
 
   __device__ __forceinline__ void clear() {
 #pragma unroll
-    for (int i = 0; i < shape::m_tiles; ++i)
+    for (int i = 0; i < m_tiles; ++i)
 #pragma unroll
-      for (int j = 0; j < shape::n_tiles; ++j)
+      for (int j = 0; j < n_tiles; ++j)
 #pragma unroll
         for (int v = 0; v < 4; ++v) acc[i][j][v] = 0;
   }
@@ -164,26 +163,24 @@ struct panel_mma_sync {
     const int lane_row = warp_row + (lane & 7) + ((lane >> 3) & 1) * 8, lane_col = (lane >> 4) * 4;
 #pragma unroll
     for (int kk = 0; kk < shape::slab; kk += 8) {
-      unsigned a[shape::m_tiles][4];
+      unsigned a[m_tiles][4];
 #pragma unroll
-      for (int i = 0; i < shape::m_tiles; ++i) {
+      for (int i = 0; i < m_tiles; ++i) {
         const unsigned at = panel_base + unsigned(shape::panel_at(lane_row + i * 16, k_base + kk + lane_col)) * 4u;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3])
-                     : "r"(at));
+        ldmatrix_x4(at, a[i][0], a[i][1], a[i][2], a[i][3]);
       }
       // The factor's fragments, rounded here (the panel was rounded when written).
 #pragma unroll
-      for (int j = 0; j < shape::n_tiles; j += 2) {
+      for (int j = 0; j < n_tiles; j += 2) {
         unsigned b[2][2];
         if (K_CONTIGUOUS) {  // ldmatrix: blocks (j, k), (j, k + 4), (j + 1, k), (j + 1, k + 4), 8 n x 4 k each
           const int k = kk + ((lane >> 3) & 1) * 4, n = warp_col + (j + (lane >> 4)) * 8 + (lane & 7);
           const unsigned at = stage_base + unsigned(shape::column_at(k, n)) * 4u;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                       : "=r"(b[0][0]), "=r"(b[0][1]), "=r"(b[1][0]), "=r"(b[1][1])
-                       : "r"(at));
+          ldmatrix_x4(at, b[0][0], b[0][1], b[1][0], b[1][1]);
 #pragma unroll
-          for (int h = 0; h < 2; ++h) b[h][0] += 0x1000u, b[h][1] += 0x1000u;  // as tf32_operand
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int v = 0; v < 2; ++v) b[h][v] = tf32_operand(__uint_as_float(b[h][v]));
         } else {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
@@ -195,7 +192,7 @@ struct panel_mma_sync {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int i = 0; i < shape::m_tiles; ++i) engine::mma_tf32(acc[i][j + h], a[i], b[h]);
+          for (int i = 0; i < m_tiles; ++i) engine::mma_tf32(acc[i][j + h], a[i], b[h]);
       }
     }
   }
@@ -208,9 +205,9 @@ struct panel_mma_sync {
     // (Unlike panel_wgmma's, these places need no hiding: 0.252 against 0.280 ms with it.)
     const int r0 = warp_row, c0 = warp_col, lg = lane / 4, lt = lane % 4;
 #pragma unroll
-    for (int i = 0; i < shape::m_tiles; ++i)
+    for (int i = 0; i < m_tiles; ++i)
 #pragma unroll
-      for (int j = 0; j < shape::n_tiles; ++j)
+      for (int j = 0; j < n_tiles; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           f(r0 + i * 16 + lg + 8 * h, c0 + j * 8 + 2 * lt, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
@@ -256,9 +253,7 @@ struct panel_wgmma {
         if (K_CONTIGUOUS) {  // ldmatrix: blocks (m, k), (m, k + 4), (m + 8, k), (m + 8, k + 4), 8 m x 4 k each
           const unsigned at = unsigned(__cvta_generic_to_shared(
               stage + shape::column_at(k + ((lane >> 3) & 1) * 4, m + (lane >> 4) * 8 + (lane & 7))));
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                       : "=r"(f[0]), "=r"(f[2]), "=r"(f[1]), "=r"(f[3])
-                       : "r"(at));
+          ldmatrix_x4(at, f[0], f[2], f[1], f[3]);
 #pragma unroll
           for (int v = 0; v < 4; ++v) f[v] = tf32_rounded(__uint_as_float(f[v]));
         } else {
@@ -375,7 +370,7 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
                                           : (loaders / (load_cols / 4)) * N;
   // All loaders of a slab have their pieces in place.
   const auto slab_landed = [&] {
-    wait_copies<shape::stages - 2>();
+    __pipeline_wait_prior(shape::stages - 2);
 #if defined(PARASCAN_WGMMA)
     asm volatile("bar.sync %0, 128;" ::"r"(1 + tid / 128) : "memory");
 #else
@@ -388,14 +383,14 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
                      index_t(k0) * p.factor.rows + piece_offset;
     float* stage = ring + int(q % shape::stages) * shape::stage_floats + stage_offset;
 #pragma unroll
-    for (int c = 0; c < per_thread; ++c) copy_16_async(stage + c * stage_step, x + c * piece_step);
+    for (int c = 0; c < per_thread; ++c) __pipeline_memcpy_async(stage + c * stage_step, x + c * piece_step, 16);
   };
 
   const index_t total = steps * shape::slabs;
 #pragma unroll
   for (int q = 0; q < shape::stages - 1; ++q) {
     if (q < total) load(q);
-    commit_copies();
+    __pipeline_commit();
   }
 #if defined(PARASCAN_WGMMA)
   wgmma::shared_writes_to_async_proxy();  // the start, for the first MMAs' descriptor reads
@@ -446,12 +441,12 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   for (index_t q = 0; q < total; ++q) {
     slab_landed();
     if (q + shape::stages - 1 < total) load(q + shape::stages - 1);
-    commit_copies();
+    __pipeline_commit();
     product.multiply(panel, ring + int(q % shape::stages) * shape::stage_floats, int(q % shape::slabs) * shape::slab,
                      q % shape::slabs == 0);
     if ((q + 1) % shape::slabs == 0) factor_done(q);
   }
-  wait_copies<0>();
+  __pipeline_wait_prior(0);
 #endif
 }
 
