@@ -216,19 +216,20 @@ TEST_CASE("runtime-size matrix chains: TF32 panels (GPU: N = 128 and 256, groups
   // Chains long enough for the panels (blocks for half the device at least), one or two of them: every
   // option, both orders, row- and column-major factors (each a layout of the kernel's stages), padded
   // leading dimensions and gaps that keep 16-byte pieces; an exclusive scan with a final matrix (and the
-  // prefix at N = 256 without wgmma, or with factors or outputs whose columns are contiguous as read) run
-  // the tree (checked alike).
-  // This test always carries sm_90a code (tests/CMakeLists.txt): a Hopper device runs it, unless the driver
-  // is told to compile the PTX instead (the mma.sync path).
+  // prefix at N = 256 without wgmma) run the tree (checked alike).
+  // tests/CMakeLists.txt builds this test with sm_90a code (a Hopper device runs the wgmma path) and a
+  // twin with plain sm_90 code (the mma.sync path).
   {
     int device = 0;
     cudaDeviceProp prop{};
     REQUIRE(cudaGetDevice(&device) == cudaSuccess);
     REQUIRE(cudaGetDeviceProperties(&prop, device) == cudaSuccess);
-    const char* jit = std::getenv("CUDA_FORCE_PTX_JIT");
-    if (prop.major == 9 && prop.minor == 0 && !(jit != nullptr && jit[0] == '1'))
-      CHECK(parascan::detail::panel_wgmma_loaded());
-    MESSAGE("TF32 panels on ", parascan::detail::panel_wgmma_loaded() ? "wgmma" : "mma.sync");
+#if defined(PARASCAN_TEST_EXPECT_WGMMA)
+    if (prop.major == 9 && prop.minor == 0) CHECK(parascan::detail::panel_wgmma_loaded());
+#elif defined(PARASCAN_TEST_EXPECT_MMA_SYNC)
+    CHECK_FALSE(parascan::detail::panel_wgmma_loaded());
+#endif
+    MESSAGE("TF32 panels on " << (parascan::detail::panel_wgmma_loaded() ? "wgmma" : "mma.sync"));
   }
   int variant = 0;
   for (index_t N : {index_t(128), index_t(256)})
@@ -251,14 +252,9 @@ TEST_CASE("runtime-size matrix chains: TF32 panels (GPU: N = 128 and 256, groups
       const long long passes = parascan::detail::panel_passes().load() - before;
       INFO(c.describe());
       // The product runs one pass; the prefix two, except with an exclusive final product, and at N = 256
-      // only in wgmma builds (sm_90a) with factors and outputs whose rows are contiguous as read (a
-      // right_to_left chain reads the transposes); elsewhere the tree is faster there.
-      const auto rows_as_read = [&](matrix_storage s) {
-        return (s == matrix_storage::row_major) == (c.order == chain_order::left_to_right);
-      };
-      const bool prefix_256 =
-          parascan::detail::panel_wgmma_loaded() && rows_as_read(in_storage) && rows_as_read(out_storage);
-      const bool prefix_on_panels = (N == 128 || prefix_256) && !(c.exclusive && c.final);
+      // only in wgmma builds (sm_90a); elsewhere the tree is faster there.
+      const bool prefix_on_panels =
+          (N == 128 || parascan::detail::panel_wgmma_loaded()) && !(c.exclusive && c.final);
       CHECK(passes == (prefix_on_panels ? 3 : 1));
     }
   // Factors whose rows are not 16-byte pieces (ld = N + 1) run the tree.

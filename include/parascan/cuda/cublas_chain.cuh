@@ -358,10 +358,9 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
 /// How many groups each chain is cut into for the TF32 panels (tf32_panel_chain.cuh), 0 where they do not
 /// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies (and N ld < 2^31), a device that
 /// runs them; a reduction, or a prefix without an exclusive final product (the tree's last call). A prefix
-/// at N = 256 runs here only on wgmma, with factors and outputs whose rows are contiguous as read: on
-/// mma.sync its two passes and the tree over its carries (0.60 ms for 1024 factors, H200) lose to the tree
-/// alone (0.58), and with column-contiguous ones on wgmma too (0.642 against 0.495 for row-contiguous
-/// ones; under ncu pass 2 takes 430 against 262 us, pass 1 210 against 201: why, not known). As many groups
+/// at N = 256 runs here only on wgmma: on mma.sync its two passes and the tree over its carries (0.60 ms
+/// for 1024 factors, H200) lose to the tree alone (0.58); on wgmma 0.50 ms with row-contiguous outputs as
+/// read, 0.55 with column-contiguous ones (their own store: 0.64 without it). As many groups
 /// as fill the device once, each of at least four factors, their blocks at least half of what the device
 /// holds at once (else the tree's levels are as fast); for a reduction a power of two where that keeps
 /// three quarters of them (an odd level of the tree over the group products copies its leftover along: 7
@@ -373,16 +372,10 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
   } else {
     const matrix_sequences<const S>& in = t.in;
     const index_t N = in.size, m = t.m[0];
-    // Rows contiguous as the panels read them (a right_to_left chain reads the transposes).
-    const auto rows_as_read = [&](matrix_storage storage) {
-      return strides_of(storage, N, !t.left_to_right).cols == 1;
-    };
     if (opts.math != matrix_math::tf32 || !(N == 128 || N == 256) || final_product || m < 4 ||
         !panel_chains_enabled())
       return 0;
-    if (N == 256 && t.prefix &&
-        !(rows_as_read(in.storage) && rows_as_read(t.out.storage) && panel_wgmma_loaded()))
-      return 0;
+    if (N == 256 && t.prefix && !panel_wgmma_loaded()) return 0;
     const auto whole_pieces = [](index_t v) { return v % 4 == 0; };
     const index_t widest_ld = std::max(in.ld, t.prefix ? t.out.ld : N);
     if (widest_ld > std::numeric_limits<int>::max() / N) return 0;  // (the kernel's 32-bit offsets in a matrix)

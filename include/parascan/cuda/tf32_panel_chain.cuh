@@ -300,6 +300,40 @@ struct panel_wgmma {
         for (int h = 0; h < 2; ++h)
           f(8 * j + 2 * t, c0 + 64 * i + g + 8 * h, acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
   }
+  /// The panel of the product so far into column-contiguous memory (entry (r, c) at to[r + c * ld], ld even,
+  /// `to` 8-byte aligned), each warp's store 128 bytes of each of 2 columns (as the fragments lie, 32 bytes
+  /// of each of 8 columns: on an H200 the L2 then counted three times the sectors, and pass 2 of a prefix
+  /// took 430 against 262 us for row-contiguous outputs). For each 4 steps j (32 rows), the warp trades
+  /// pairs twice, 4 x 4 transposes of its lanes' column bits (g / 2) and the steps: after them lane
+  /// (u, c, t) holds rows 8 (4 J + u) + 2t, + 1 of columns 2q + c, q = 0..3.
+  __device__ __forceinline__ void store_column_pairs(float* to, int ld) const {
+    int l = lane, c0 = column0;
+    asm volatile("" : "+r"(l), "+r"(c0), "+r"(ld));  // (see the kernel's to_memory)
+    const int u = l >> 3, c = (l >> 2) & 1, t = l & 3;
+    const bool b16 = l & 16, b8 = l & 8;
+    const auto trade = [](float2 v, int mask) {
+      return make_float2(__shfl_xor_sync(0xffffffffu, v.x, mask), __shfl_xor_sync(0xffffffffu, v.y, mask));
+    };
+#pragma unroll
+    for (int i = 0; i < tiles; ++i)
+#pragma unroll
+      for (int J = 0; J < 4; ++J)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float2 v[4];  // rows 8 (4 J + k) + 2t, + 1 of column g
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[k] = make_float2(acc[i][4 * (4 * J + k) + 2 * h], acc[i][4 * (4 * J + k) + 2 * h + 1]);
+          // Lane bit 4 (g's bit 2) for the steps' bit 1.
+          const float2 r0 = trade(b16 ? v[0] : v[2], 16), r1 = trade(b16 ? v[1] : v[3], 16);
+          const float2 w[4] = {b16 ? r0 : v[0], b16 ? r1 : v[1], b16 ? v[2] : r0, b16 ? v[3] : r1};
+          // Lane bit 3 (g's bit 1) for the steps' bit 0.
+          const float2 s0 = trade(b8 ? w[0] : w[1], 8), s1 = trade(b8 ? w[2] : w[3], 8);
+          const float2 x[4] = {b8 ? s0 : w[0], b8 ? w[1] : s0, b8 ? s1 : w[2], b8 ? w[3] : s1};
+          float* at = to + (32 * J + 8 * u + 2 * t) + (c0 + 64 * i + 8 * h + c) * ld;
+#pragma unroll
+          for (int q = 0; q < 4; ++q) *reinterpret_cast<float2*>(at + 2 * q * ld) = x[q];
+        }
+  }
   __device__ __forceinline__ void clear() {}  // (the next factor's first MMAs do not accumulate)
   /// The accumulators into the panel, as TF32, for the MMAs' descriptor reads.
   __device__ __forceinline__ void to_panel(float* panel) {
@@ -313,8 +347,10 @@ struct panel_wgmma {
 #endif
 
 /// A block: one panel of one group. K_CONTIGUOUS: the factors, as read (transposed or not), keep each
-/// column's entries adjacent (else each row's).
-template <int N, bool K_CONTIGUOUS>
+/// column's entries adjacent (else each row's). COLUMN_STEPS: a pass writing every step to outputs whose
+/// columns are contiguous as read (on wgmma their own store, panel_wgmma::store_column_pairs: a kernel of
+/// its own, as that code in every kernel slowed the others' loop, 200 -> 214 us for pass 1 at N = 256).
+template <int N, bool K_CONTIGUOUS, bool COLUMN_STEPS>
 __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else refused at dispatch)
   using shape = panel_shape<N>;
@@ -412,7 +448,13 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
       asm volatile("" : "+r"(rows), "+r"(cols));
       float* panel_rows = to + row0 * st.rows;
       const int apart = decltype(product)::pairs_in_a_column ? rows : cols, across = rows + cols - apart;
-      if (apart == 1 && across % 2 == 0 && reinterpret_cast<std::uintptr_t>(panel_rows) % 8 == 0)
+      const bool pairs_adjacent = apart == 1 && across % 2 == 0 && reinterpret_cast<std::uintptr_t>(panel_rows) % 8 == 0;
+#if defined(PARASCAN_WGMMA)
+      if (COLUMN_STEPS && pairs_adjacent)
+        product.store_column_pairs(panel_rows, across);
+      else
+#endif
+          if (pairs_adjacent)
         product.for_each_pair([&](int r, int c, float v0, float v1) {
           *reinterpret_cast<float2*>(panel_rows + r * rows + c * cols) = make_float2(v0, v1);
         });
@@ -456,23 +498,25 @@ inline std::atomic<long long>& panel_passes() {
   return count;
 }
 
-template <int N, bool K_CONTIGUOUS>
+template <int N, bool K_CONTIGUOUS, bool COLUMN_STEPS>
 void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
   using shape = panel_shape<N>;
   static std::atomic<int> allowed[64] = {};
-  engine::allow_dynamic_shared(allowed, panel_chain_kernel<N, K_CONTIGUOUS>, int(shape::shared_bytes));
+  const auto kernel = panel_chain_kernel<N, K_CONTIGUOUS, COLUMN_STEPS>;
+  engine::allow_dynamic_shared(allowed, kernel, int(shape::shared_bytes));
   const index_t blocks = p.tree.count * p.launched * shape::panels;
-  panel_chain_kernel<N, K_CONTIGUOUS><<<unsigned(blocks), shape::threads, shape::shared_bytes, stream>>>(p);
+  kernel<<<unsigned(blocks), shape::threads, shape::shared_bytes, stream>>>(p);
   check_launch("matrix chain (TF32 panels)");
   panel_passes().fetch_add(1, std::memory_order_relaxed);
 }
 
 template <int N>
 void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
+  const bool column_steps = p.write_steps && p.out.rows == 1;
   if (p.factor.rows == 1)
-    launch_panel_pass<N, true>(p, stream);
+    column_steps ? launch_panel_pass<N, true, true>(p, stream) : launch_panel_pass<N, true, false>(p, stream);
   else
-    launch_panel_pass<N, false>(p, stream);
+    column_steps ? launch_panel_pass<N, false, true>(p, stream) : launch_panel_pass<N, false, false>(p, stream);
 }
 
 /// A marker of the build the device runs: it declares shared memory only where the panel kernels use
@@ -505,7 +549,7 @@ inline bool panel_wgmma_loaded() {
 template <int N>
 int panel_blocks_per_multiprocessor() {
   static std::atomic<int> fits[64] = {}, cache[64] = {};
-  const auto kernel = panel_chain_kernel<N, false>;
+  const auto kernel = panel_chain_kernel<N, false, false>;
   if (!engine::fits_shared_memory(fits, kernel, panel_shape<N>::shared_bytes)) return 0;
   const int blocks = engine::cached_per_device(cache, [&](int) {
            cudaFuncAttributes attributes{};
