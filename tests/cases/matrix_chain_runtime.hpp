@@ -229,7 +229,8 @@ TEST_CASE("runtime-size matrix chains: TF32 panels (GPU: N = 128 and 256, groups
 #elif defined(PARASCAN_TEST_EXPECT_MMA_SYNC)
     CHECK_FALSE(parascan::detail::panel_wgmma_loaded());
 #endif
-    MESSAGE("TF32 panels on " << (parascan::detail::panel_wgmma_loaded() ? "wgmma" : "mma.sync"));
+    // (a std::string: doctest prints a char pointer as an address)
+    MESSAGE("TF32 panels on ", std::string(parascan::detail::panel_wgmma_loaded() ? "wgmma" : "mma.sync"));
   }
   int variant = 0;
   for (index_t N : {index_t(128), index_t(256)})
