@@ -84,6 +84,8 @@ bool measure(const char* name, int multiprocessors, float* out, int* ran) {
   cudaEventElapsedTime(&ms, start, stop);
   const double flops = 2.0 * multiprocessors * WARPGROUPS * double(batches) * K_STEPS * 2 * 64 * 128 * 8;
   std::printf("%-52s %8.3f ms %7.1f TFLOP/s  %s\n", name, ms, flops / ms / 1e9, cudaGetErrorString(cudaGetLastError()));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
   return true;
 }
 
@@ -99,6 +101,8 @@ int main() {
               multiprocessors);
   if (!measure<2, 4, 0, false>("2 warpgroups, batches of 8, wait for all", multiprocessors, out, ran)) {
     std::printf("no wgmma in this build (needs sm_90a code and a compute capability 9.0 device)\n");
+    cudaFree(out);
+    cudaFree(ran);
     return 0;
   }
   measure<2, 4, 1, false>("2 warpgroups, batches of 8, all but one in flight", multiprocessors, out, ran);
@@ -108,5 +112,7 @@ int main() {
   measure<2, 2, 0, false>("2 warpgroups, batches of 4, wait for all", multiprocessors, out, ran);
   measure<2, 4, 0, true>("2 warpgroups, batches of 8, fragments reloaded", multiprocessors, out, ran);
   measure<1, 4, 0, true>("1 warpgroup, batches of 8, fragments reloaded", multiprocessors, out, ran);
+  cudaFree(out);
+  cudaFree(ran);
   return 0;
 }

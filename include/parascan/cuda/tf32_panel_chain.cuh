@@ -512,7 +512,7 @@ void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
 
 template <int N>
 void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
-  const bool column_steps = p.write_steps && p.out.rows == 1;
+  const bool column_steps = p.write_steps && p.out.rows == 1 && p.out.cols % 2 == 0;  // (store_column_pairs' ld)
   if (p.factor.rows == 1)
     column_steps ? launch_panel_pass<N, true, true>(p, stream) : launch_panel_pass<N, true, false>(p, stream);
   else
