@@ -10,9 +10,10 @@
 
 #include <cstdio>
 
-#include "parascan/cuda/wgmma.cuh"
+#include "parascan/cuda/tf32_panel_chain.cuh"  // (tf32_rounded, wgmma.cuh)
 
 namespace wgmma = parascan::detail::wgmma;
+using parascan::detail::tf32_rounded;
 
 template <int WARPGROUPS, int K_STEPS, int IN_FLIGHT, bool RELOAD>
 __global__ void __launch_bounds__(256, 1) mma_loop(int batches, float* out, int* ran) {
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(256, 1) mma_loop(int batches, float* out, int*
   float* panel = reinterpret_cast<float*>(shared_words) + (misaligned ? (1024u - misaligned) / 4 : 0);
   constexpr int panel_floats = 128 * 256;  // 8 chunks of 128 rows x 32 columns, as the kernel's panel
   for (int e = int(threadIdx.x); e < panel_floats; e += blockDim.x)
-    panel[e] = __uint_as_float(__float_as_uint(0.001f * float(e % 97)) & 0xFFFFE000u);
+    panel[e] = __uint_as_float(tf32_rounded(0.001f * float(e % 97)));
   wgmma::shared_writes_to_async_proxy();
   __syncthreads();
   if (int(threadIdx.x) >= 128 * WARPGROUPS) return;
@@ -30,7 +31,7 @@ __global__ void __launch_bounds__(256, 1) mma_loop(int batches, float* out, int*
   unsigned a[K_STEPS][2][4];
   for (int s = 0; s < K_STEPS; ++s)
     for (int i = 0; i < 2; ++i)
-      for (int v = 0; v < 4; ++v) a[s][i][v] = __float_as_uint(0.01f * float(threadIdx.x % 7 + v + s)) & 0xFFFFE000u;
+      for (int v = 0; v < 4; ++v) a[s][i][v] = tf32_rounded(0.01f * float(threadIdx.x % 7 + v + s));
   const unsigned base = unsigned(__cvta_generic_to_shared(panel));
   for (int b = 0; b < batches; ++b) {
     const unsigned chunk = base + unsigned(b % 8) * 16384u;
@@ -41,9 +42,7 @@ __global__ void __launch_bounds__(256, 1) mma_loop(int batches, float* out, int*
         for (int i = 0; i < 2; ++i)
 #pragma unroll
           for (int v = 0; v < 4; ++v)
-            a[s][i][v] =
-                (__float_as_uint(panel[((b * 7 + s * 131 + i * 17 + v * 33) * 4 + int(threadIdx.x)) % panel_floats]) +
-                 0x1000u) & 0xFFFFE000u;
+            a[s][i][v] = tf32_rounded(panel[((b * 7 + s * 131 + i * 17 + v * 33) * 4 + int(threadIdx.x)) % panel_floats]);
     }
     wgmma::fence();
 #pragma unroll
