@@ -5,7 +5,7 @@
 // environment runs reduce-then-scan instead of the single pass (channel_block_lookback.cuh), for an A/B in
 // separate processes.
 //
-// Usage: parascan_packed_probe [SHORT LONG LONG_ROWS [--check | --host]]: SHORT sequences of 1..64 rows
+// Usage: PROBE_LENGTHS=realistic|uniform:COUNT:ROWS parascan_packed_probe [SHORT LONG LONG_ROWS [--check | --host]]: SHORT sequences of 1..64 rows
 // with LONG of LONG_ROWS rows among them; --check: one call and every channel checked, no timing (small
 // enough for compute-sanitizer); --host: the host's time for a call and for its pieces (checks, tile
 // tables, copies, allocations, a launch), the device idle before each. Exit status 1 where a result is off.
@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "event_timer.cuh"
@@ -46,13 +47,27 @@ int main(int argc, char** argv) {
   const index_t short_count = argc > 3 ? std::atoll(argv[1]) : 4000, long_count = argc > 3 ? std::atoll(argv[2]) : 4,
                 long_rows = argc > 3 ? std::atoll(argv[3]) : index_t(1) << 18;
   const bool check_only = argc > 4 && std::strcmp(argv[4], "--check") == 0;
-  std::mt19937_64 g(12);
-  std::uniform_int_distribution<index_t> len(1, 64);
+  // PROBE_LENGTHS: "realistic" (the bench's other packed batch: lengths 1..8192, 2^26 / D rows) or
+  // "uniform:COUNT:ROWS" (COUNT sequences of ROWS rows); else the skewed batch of the arguments.
+  const std::string lengths = std::getenv("PROBE_LENGTHS") ? std::getenv("PROBE_LENGTHS") : "";
   std::vector<index_t> off = {0};
-  const index_t every = std::max<index_t>(1, short_count / std::max<index_t>(long_count, 1));
-  for (index_t i = 0; i < short_count; ++i) {
-    if (i % every == every / 2 && i / every < long_count) off.push_back(off.back() + long_rows);
-    off.push_back(off.back() + len(g));
+  if (lengths == "realistic") {
+    std::mt19937_64 g(11);
+    std::uniform_int_distribution<index_t> len(1, 8192);
+    const index_t rows = (index_t(1) << 26) / D;
+    while (off.back() < rows) off.push_back(std::min(rows, off.back() + len(g)));
+  } else if (lengths.rfind("uniform:", 0) == 0) {
+    long long count = 0, rows = 0;
+    std::sscanf(lengths.c_str(), "uniform:%lld:%lld", &count, &rows);
+    for (long long i = 0; i < count; ++i) off.push_back(off.back() + rows);
+  } else {
+    std::mt19937_64 g(12);
+    std::uniform_int_distribution<index_t> len(1, 64);
+    const index_t every = std::max<index_t>(1, short_count / std::max<index_t>(long_count, 1));
+    for (index_t i = 0; i < short_count; ++i) {
+      if (i % every == every / 2 && i / every < long_count) off.push_back(off.back() + long_rows);
+      off.push_back(off.back() + len(g));
+    }
   }
   const index_t N = index_t(off.size()) - 1, total = off.back(), n = total * D;
   std::vector<float> ha(n), hb(n), hx(n);
@@ -89,7 +104,9 @@ int main(int argc, char** argv) {
         worst = std::isnan(e) ? INFINITY : std::max(worst, e);
       }
     }
-  const bool ok = worst <= 1e-6 * (8 + 2 * std::sqrt(double(long_rows)));
+  index_t longest = 0;
+  for (index_t q = 0; q < N; ++q) longest = std::max(longest, off[q + 1] - off[q]);
+  const bool ok = worst <= 1e-6 * (8 + 2 * std::sqrt(double(longest)));
   std::printf("%lld sequences, %lld rows, D = %lld: worst relative error %.2e (%s), %s\n", (long long)N,
               (long long)total, (long long)D, worst, ok ? "ok" : "FAILED", cudaGetErrorString(cudaGetLastError()));
   if (check_only) return ok ? 0 : 1;
@@ -143,6 +160,26 @@ int main(int argc, char** argv) {
   };
   const double copy = median_ms([&] { cudaMemcpyAsync(copy_dst, copy_src, n * 6, cudaMemcpyDeviceToDevice); });
   const double alone = median_ms(call);
+  // As the bench: a 256 MiB memset before each timed call (dirty lines for the call to write back), and
+  // the copy floor of 2 GiB copies under the same flush.
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t(256) << 20, big = std::size_t(1) << 31;
+  void *big_src = nullptr, *big_dst = nullptr;
+  cudaMalloc(&flush, flush_bytes);
+  cudaMalloc(&big_src, big);
+  cudaMalloc(&big_dst, big);
+  const auto flushed_ms = [&](auto&& f) {
+    return bench::median_event_ms(f, 21, 2, [&](int i) { cudaMemsetAsync(flush, i & 0xff, flush_bytes); },
+                                  bench::check_or_exit);
+  };
+  const double big_copy = flushed_ms([&] { cudaMemcpyAsync(big_dst, big_src, big, cudaMemcpyDeviceToDevice); });
+  const double flushed = flushed_ms(call);
+  const double rate = 2.0 * double(big) / big_copy / 1e6;  // GB/s, read + write
+  std::printf("as the bench (256 MiB memset before each): 2 GiB copy %.1f GB/s; a call %.3f ms, %.1f%% of copy "
+              "(%.0f MB moved)\n", rate, flushed, 100.0 * (double(n) * 12 / rate / 1e6) / flushed, double(n) * 12 / 1e6);
+  cudaFree(flush);
+  cudaFree(big_src);
+  cudaFree(big_dst);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);

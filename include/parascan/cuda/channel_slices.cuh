@@ -7,6 +7,18 @@
 // tile), and each warp rescans its rows from the carry before the tile and the totals of the warps before
 // it. A group alone then walks about 10 ns a row (K = 8), for about twice the instructions a row.
 //
+// Groups of mixed lengths (whole, longest first) run a block a multiprocessor: their launch asks for half a
+// multiprocessor's shared memory (device.cuh's lone_block_shared). Timed block by block (globaltimer and
+// %smid written by an instrumented copy of this kernel; H200, 2026-11-30, the bench's packed batch of
+// 1..8192 rows, D = 64, 512 groups, two blocks a multiprocessor): multiprocessors move rows at different
+// rates (ten of them, five pairs, about 100 rows/us, the rest 65-72), and the longest groups, each beside
+// another block for most of its life, walked 26 ns a row and ended last (the devices' mean idle time at
+// the end 6-8 us of the kernel's 221). A group alone on its multiprocessor takes its whole share: 84.6-85.0
+// -> 86.7-86.9% of copy at D = 64, 85.8-86.1 -> 87.8% at D = 128, D = 32 alike at 90% (the packed probe,
+// timed as the bench, two rounds in one process each; 16 warps of 3 stages or 8 of 4-6, a block a
+// multiprocessor too, read 85.9-88.1; the 96 groups of (2, 65536 or 8192, 1536) btd, which hold a
+// multiprocessor each anyway, alike).
+//
 // Deterministic: every warp folds the carry and the K totals in the same order (left to right), so the
 // carry is the same in every warp, bit for bit, and results depend on the shape and K only.
 #pragma once
@@ -151,10 +163,11 @@ constexpr index_t channel_slices_tile() {
 }
 
 /// Runs whole channel groups (32 sequences each) a block of channel_slice_warps warps each: a prefix scan
-/// (WRITE) or a reduction. False (nothing run) where the stages do not fit (channel_staging) or a block's
-/// shared memory would not fit the device (e.g. sm_75's 64 kB).
+/// (WRITE) or a reduction; `alone`: a block a multiprocessor (lone_block_shared). False (nothing run)
+/// where the stages do not fit (channel_staging) or a block's shared memory would not fit the device (e.g.
+/// sm_75's 64 kB).
 template <bool WRITE, class Op, class Pack, class Outs>
-bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, cudaStream_t stream) {
+bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool alone, cudaStream_t stream) {
   constexpr int K = channel_slice_warps;
   constexpr int stages = channel_slice_stages;  // not the policy's: K warps of them
   using layout = channel_slices_layout<K, stages, Op, Pack>;
@@ -165,12 +178,14 @@ bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, c
     if (groups > std::numeric_limits<int>::max()) return false;
     const auto kernel = channel_slices_kernel<K, stages, WRITE, Op, Pack, Outs>;
     static std::atomic<int> fits[64] = {}, allowed[64] = {};
+    static std::atomic<int> lone[64] = {};
     if (!fits_shared_memory(fits, kernel, layout::bytes)) return false;
-    allow_dynamic_shared(allowed, kernel, int(layout::bytes));
+    const std::size_t padded = lone_block_shared(lone, layout::bytes), bytes = alone ? padded : layout::bytes;
+    allow_dynamic_shared(allowed, kernel, int(padded));  // the most either launch asks, once per device
     if (log_plans())
-      std::fprintf(stderr, "parascan: channel groups of %d warps splitting time: %lld blocks\n", K,
-                   static_cast<long long>(groups));
-    kernel<<<unsigned(groups), K * warp_threads, layout::bytes, stream>>>(a);
+      std::fprintf(stderr, "parascan: channel groups of %d warps splitting time: %lld blocks%s\n", K,
+                   static_cast<long long>(groups), alone ? ", one a multiprocessor" : "");
+    kernel<<<unsigned(groups), K * warp_threads, bytes, stream>>>(a);
     detail::check_launch("parascan channel_slices_kernel");
     return true;
   }

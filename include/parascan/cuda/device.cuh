@@ -273,6 +273,23 @@ void allow_dynamic_shared(std::atomic<int> (&cache)[64], Kernel kernel, int byte
   });
 }
 
+/// Dynamic shared memory that keeps a block of `bytes` alone on its multiprocessor: `bytes`, or half a
+/// multiprocessor's shared memory where that is more (a second block would not fit beside it), at most
+/// what a block may ask for (a device that would not say: `bytes`). Per device; the caller's `cache`.
+inline std::size_t lone_block_shared(std::atomic<int> (&cache)[64], std::size_t bytes) {
+  const int padded = cached_per_device(cache, [&](int device) {
+    int per_multiprocessor = 0, optin = 0;
+    if (cudaDeviceGetAttribute(&per_multiprocessor, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+    return std::min(per_multiprocessor / 2, optin);
+  });
+  return padded < 0 ? bytes : std::max(bytes, std::size_t(padded));
+}
+
 /// Whether a block of `kernel` with `bytes` of dynamic shared memory fits the current device's shared
 /// memory (sm_75 has 64 kB a block, sm_86 / 89 99 kB, sm_80 and sm_90 more), once per device (`cache`:
 /// the kernel's own). A device that would not say counts as no: the caller then runs something else.
@@ -365,7 +382,7 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
 /// file).
 constexpr int channel_slice_warps = 8;
 template <bool WRITE, class Op, class Pack, class Outs>
-bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, cudaStream_t stream);
+bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool alone, cudaStream_t stream);
 template <class Op, class Pack>
 constexpr index_t channel_slices_tile();
 
@@ -449,7 +466,9 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if constexpr (Group::kind == group_kind::channel) {
     if (runs_channel_slices(plan, shape, channel_slices_tile<Op, Pack>(), multiprocessors(), channel_slice_warps)) {
       // Whole groups of mixed lengths start longest first: the device holds fewer blocks of 8 warps than a
-      // batch has groups (two a multiprocessor for fp32 pairs), and a long group that starts late ends last.
+      // batch has groups, and a long group that starts late ends last. They also run a block a
+      // multiprocessor (channel_slices.cuh): a long group that shares its multiprocessor walks at half
+      // its pace and ends last.
       const bool ordered = plan.splits == 1;
       detail::temp_buffer order(alloc, stream, ordered ? std::size_t(plan.groups) * sizeof(index_t) : 0);
       if (ordered) {
@@ -466,7 +485,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                            "parascan group order");
         a.group_order = order.as<index_t>();
       }
-      if (run_channel_slices<WRITE>(a, plan.groups, stream)) return;
+      if (run_channel_slices<WRITE>(a, plan.groups, ordered, stream)) return;
       a.group_order = nullptr;
     }
   }
