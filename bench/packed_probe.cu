@@ -1,14 +1,17 @@
-// A skewed packed batch alone (by default the bench's: 4 sequences of 2^18 rows among 4000 of 1..64, D =
-// 64, fp32 linear recurrence) through parascan::linear_recurrence: a call alone (median of 21, an event
-// recorded before it), calls back to back, the copy floor of its bytes (a device-to-device copy of the same
-// bytes read and written), and results against a double-precision loop. PARASCAN_SINGLE_PASS=0 in the
-// environment runs reduce-then-scan instead of the single pass (channel_block_lookback.cuh), for an A/B in
-// separate processes.
+// A packed (total, D) batch alone through parascan::linear_recurrence (fp32): by default the bench's skewed
+// batch (4 sequences of 2^18 rows among 4000 of 1..64, D = 64), or the one PROBE_LENGTHS names. Prints a
+// call timed as the bench does (a 256 MiB memset before each; % of a 2 GiB copy timed the same way), a
+// call alone (median of 21, an event recorded before it), calls back to back, the copy floor of its bytes
+// (a device-to-device copy of the same bytes read and written), and results against a double-precision
+// loop. PARASCAN_SINGLE_PASS=0 in the environment runs reduce-then-scan instead of the skewed batch's single
+// pass (channel_block_lookback.cuh), for an A/B in separate processes.
 //
-// Usage: PROBE_LENGTHS=realistic|uniform:COUNT:ROWS parascan_packed_probe [SHORT LONG LONG_ROWS [--check | --host]]: SHORT sequences of 1..64 rows
+// Usage: parascan_packed_probe [SHORT LONG LONG_ROWS [--check | --host]]: SHORT sequences of 1..64 rows
 // with LONG of LONG_ROWS rows among them; --check: one call and every channel checked, no timing (small
 // enough for compute-sanitizer); --host: the host's time for a call and for its pieces (checks, tile
 // tables, copies, allocations, a launch), the device idle before each. Exit status 1 where a result is off.
+// Environment: PROBE_D (channels, 64), PROBE_LENGTHS=realistic (the bench's other packed batch: lengths
+// 1..8192, 2^26 / D rows) or uniform:COUNT:ROWS (the arguments' batch is then not used).
 #include <parascan/cuda.cuh>
 #include <parascan/ops/linear_recurrence.hpp>
 
@@ -58,8 +61,15 @@ int main(int argc, char** argv) {
     while (off.back() < rows) off.push_back(std::min(rows, off.back() + len(g)));
   } else if (lengths.rfind("uniform:", 0) == 0) {
     long long count = 0, rows = 0;
-    std::sscanf(lengths.c_str(), "uniform:%lld:%lld", &count, &rows);
+    if (std::sscanf(lengths.c_str(), "uniform:%lld:%lld", &count, &rows) != 2 || count < 1 || rows < 1) {
+      std::fprintf(stderr, "PROBE_LENGTHS=uniform:COUNT:ROWS needs COUNT and ROWS of at least 1, not %s\n",
+                   lengths.c_str());
+      return 2;
+    }
     for (long long i = 0; i < count; ++i) off.push_back(off.back() + rows);
+  } else if (!lengths.empty()) {
+    std::fprintf(stderr, "PROBE_LENGTHS: realistic or uniform:COUNT:ROWS, not %s\n", lengths.c_str());
+    return 2;
   } else {
     std::mt19937_64 g(12);
     std::uniform_int_distribution<index_t> len(1, 64);

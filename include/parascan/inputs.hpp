@@ -86,6 +86,15 @@ template <class Pack>
 constexpr int widest_input_bytes() {
   return extreme_input<true>(static_cast<const Pack*>(nullptr));
 }
+/// Bytes a step of a pack's inputs, all of them.
+template <class... T>
+constexpr int input_bytes(const input_pack<T...>*) {
+  return (0 + ... + int(sizeof(input_element_t<T>)));
+}
+template <class Pack>
+constexpr int input_bytes_per_step() {
+  return input_bytes(static_cast<const Pack*>(nullptr));
+}
 
 inline input_pack<> make_pack() { return {}; }
 template <class V, class... R>

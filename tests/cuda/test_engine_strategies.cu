@@ -8,6 +8,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
@@ -236,6 +237,63 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
   }
 }
 
+/// The fp32 linear recurrence (storage S: float or bf16) over a packed_td batch, forward or reverse,
+/// inclusive or exclusive, with or without initial / final states, against fp64 step by step; `launches`
+/// counts the runs of the strategy under test, which must rise by `expected` a call. The outputs are
+/// poisoned (NaN) before each call.
+template <class S>
+void check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
+                                    long long expected) {
+  const index_t N = index_t(offsets.size()) - 1, total = offsets.back(), n = total * D;
+  index_t longest = 0;
+  for (index_t q = 0; q < N; ++q) longest = std::max(longest, offsets[std::size_t(q) + 1] - offsets[std::size_t(q)]);
+  ptest::buffer<S> a{std::size_t(n)}, b{std::size_t(n)}, x{std::size_t(n)};
+  ptest::buffer<float> init{std::size_t(N * D)}, fin{std::size_t(N * D)};
+  ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
+  ptest::fill(b, [] { return S(float(ptest::normal())); });
+  ptest::fill(init, [] { return float(ptest::normal()); });
+  for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
+                        ptest::scan_flags{false, true, false, true}}) {
+    INFO("packed_td D = " << D << " of " << sizeof(S) << "-byte values, " << ptest::describe(f));
+    ptest::fill(x, [] { return S(NAN); });
+    ptest::fill(fin, [] { return NAN; });
+    parascan::options<float> opts;
+    opts.exclusive = f.exclusive, opts.reverse = f.reverse;
+    opts.initial = f.with_initial ? init.data() : nullptr;
+    opts.final = f.with_final ? fin.data() : nullptr;
+    const long long before = launches;
+    parascan::linear_recurrence(ptest::exec(), parascan::packed_td<const S>(a.data(), offsets.data(), N, D),
+                                parascan::packed_td<const S>(b.data(), offsets.data(), N, D),
+                                parascan::packed_td(x.data(), offsets.data(), N, D), opts);
+    CHECK(launches == before + expected);
+    x.download();
+    fin.download();
+    ptest::error_meter err, stored;
+    double worst = 0;
+    for (index_t q = 0; q < N; ++q) {
+      const index_t len = offsets[std::size_t(q) + 1] - offsets[std::size_t(q)];
+      for (index_t c = 0; c < D; ++c) {
+        double state = f.with_initial ? init.host[std::size_t(q * D + c)] : 0.0;
+        for (index_t k = 0; k < len; ++k) {
+          const std::size_t i = std::size_t((offsets[std::size_t(q)] + (f.reverse ? len - 1 - k : k)) * D + c);
+          const auto keep = [&](double got) {
+            stored.add(got, state);
+            worst = std::max(worst, std::fabs(got - state) / (1 + std::fabs(state)));
+          };
+          if (f.exclusive) keep(ptest::to_double(x.host[i]));
+          state = ptest::to_double(a.host[i]) * state + ptest::to_double(b.host[i]);
+          if (!f.exclusive) keep(ptest::to_double(x.host[i]));
+        }
+        if (f.with_final) err.add(fin.host[std::size_t(q * D + c)], state);
+      }
+    }
+    const double fp32_bound = 1e-6 * (8 + 2 * std::sqrt(double(longest)));
+    CHECK(err.relative() <= fp32_bound);
+    CHECK(stored.relative() <= fp32_bound + 2 * ptest::eps_of<S>());
+    CHECK(worst <= 20 * fp32_bound + ptest::eps_of<S>());
+  }
+}
+
 TEST_CASE("skewed packed batches: the linear recurrence in one pass, block tiles with a look-back") {
   // channel_block_lookback.cuh (plan.hpp's runs_channel_block_tiles): packed_td, many short sequences
   // (1..64 rows) and three long ones: a whole number of block tiles (384 fp32-pair rows, 768 bf16 ones),
@@ -245,64 +303,43 @@ TEST_CASE("skewed packed batches: the linear recurrence in one pass, block tiles
   // totals): where the device has less, dispatch keeps reduce-then-scan.
   int optin = 0;
   REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
-  const bool block_tiles_fit = optin >= 8 * 3 * 4096 + 9 * 32 * 8;
-  const auto run = [&](auto storage, index_t D) {
-    using S = decltype(storage);
-    const index_t N = 3001;
-    std::vector<index_t> offsets{0};
-    for (index_t i = 0; i < N; ++i)
-      offsets.push_back(offsets.back() + (i == 7 ? 40704 : i == N / 2 ? 30719 : i == N - 1 ? 25345
-                                                                                   : index_t(ptest::uniform(1, 64))));
-    const index_t total = offsets.back(), n = total * D;
-    ptest::buffer<S> a{std::size_t(n)}, b{std::size_t(n)}, x{std::size_t(n)};
-    ptest::buffer<float> init{std::size_t(N * D)}, fin{std::size_t(N * D)};
-    ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
-    ptest::fill(b, [] { return S(float(ptest::normal())); });
-    ptest::fill(init, [] { return float(ptest::normal()); });
-    for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
-                          ptest::scan_flags{false, true, false, true}}) {
-      INFO("packed_td D = " << D << " of " << sizeof(S) << "-byte values, " << ptest::describe(f));
-      ptest::fill(x, [] { return S(NAN); });
-      ptest::fill(fin, [] { return NAN; });
-      parascan::options<float> opts;
-      opts.exclusive = f.exclusive, opts.reverse = f.reverse;
-      opts.initial = f.with_initial ? init.data() : nullptr;
-      opts.final = f.with_final ? fin.data() : nullptr;
-      const long long before = parascan::engine::channel_block_launches();
-      parascan::linear_recurrence(ptest::exec(), parascan::packed_td<const S>(a.data(), offsets.data(), N, D),
-                                  parascan::packed_td<const S>(b.data(), offsets.data(), N, D),
-                                  parascan::packed_td(x.data(), offsets.data(), N, D), opts);
-      CHECK(parascan::engine::channel_block_launches() == before + (block_tiles_fit ? 1 : 0));
-      x.download();
-      fin.download();
-      ptest::error_meter err, stored;
-      double worst = 0;
-      for (index_t q = 0; q < N; ++q) {
-        const index_t len = offsets[std::size_t(q) + 1] - offsets[std::size_t(q)];
-        for (index_t c = 0; c < D; ++c) {
-          double state = f.with_initial ? init.host[std::size_t(q * D + c)] : 0.0;
-          for (index_t k = 0; k < len; ++k) {
-            const std::size_t i = std::size_t((offsets[std::size_t(q)] + (f.reverse ? len - 1 - k : k)) * D + c);
-            const auto keep = [&](double got) {
-              stored.add(got, state);
-              worst = std::max(worst, std::fabs(got - state) / (1 + std::fabs(state)));
-            };
-            if (f.exclusive) keep(ptest::to_double(x.host[i]));
-            state = ptest::to_double(a.host[i]) * state + ptest::to_double(b.host[i]);
-            if (!f.exclusive) keep(ptest::to_double(x.host[i]));
-          }
-          if (f.with_final) err.add(fin.host[std::size_t(q * D + c)], state);
-        }
-      }
-      const double fp32_bound = 1e-6 * (8 + 2 * std::sqrt(40704.0));
-      CHECK(err.relative() <= fp32_bound);
-      CHECK(stored.relative() <= fp32_bound + 2 * ptest::eps_of<S>());
-      CHECK(worst <= 20 * fp32_bound + ptest::eps_of<S>());
-    }
-  };
+  const long long block_tiles = optin >= 8 * 3 * 4096 + 9 * 32 * 8 ? 1 : 0;
+  const index_t N = 3001;
+  std::vector<index_t> offsets{0};
+  for (index_t i = 0; i < N; ++i)
+    offsets.push_back(offsets.back() + (i == 7 ? 40704 : i == N / 2 ? 30719 : i == N - 1 ? 25345
+                                                                                 : index_t(ptest::uniform(1, 64))));
   for (const index_t D : {64, 40}) {
-    run(float{}, D);
-    run(ptest::bf16{}, D);
+    check_packed_linear_recurrence<float>(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
+    check_packed_linear_recurrence<ptest::bf16>(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
+  }
+}
+
+TEST_CASE("channel groups of several warps splitting time: the linear recurrence a block a multiprocessor") {
+  // Mixed lengths (1..300 rows, every fifth sequence 600..1300, one of 1337) run whole channel groups
+  // longest first; fp32 pairs (8 bytes a step) a block a multiprocessor, bf16 pairs (4 bytes) two
+  // (channel_slices.cuh's channel_slices_alone_pays). D = 64 and D = 40 (groups straddling sequences).
+  static_assert(parascan::engine::channel_slices_alone_pays<parascan::ops::linear_recurrence<float>,
+                                                            parascan::input_pack<float, float>>());
+  static_assert(!parascan::engine::channel_slices_alone_pays<parascan::ops::linear_recurrence<float>,
+                                                             parascan::input_pack<ptest::bf16, ptest::bf16>>());
+  int sms = 0, optin = 0, per_multiprocessor = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&per_multiprocessor, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) == cudaSuccess);
+  // A block of 8 warps x 3 stages of 4 KiB and the totals fits; padded past half a multiprocessor only
+  // where that is more (an A100's 164 KiB: a block a multiprocessor already, nothing padded).
+  const bool fits = optin >= 8 * 3 * 4096 + 2 * 8 * 32 * 8;
+  const long long lone = fits && per_multiprocessor / 2 > 8 * 3 * 4096 + 2 * 8 * 32 * 8 ? 1 : 0;
+  const index_t N = 4 * sms + 3;
+  std::vector<index_t> offsets{0};
+  for (index_t i = 0; i < N; ++i)
+    offsets.push_back(offsets.back() + (i == N / 2         ? 1337
+                                        : i % 5 == 0       ? index_t(ptest::uniform(600, 1300))
+                                                           : index_t(ptest::uniform(1, 300))));
+  for (const index_t D : {64, 40}) {
+    check_packed_linear_recurrence<float>(offsets, D, parascan::engine::channel_slices_lone_launches(), lone);
+    check_packed_linear_recurrence<ptest::bf16>(offsets, D, parascan::engine::channel_slices_lone_launches(), 0);
   }
 }
 

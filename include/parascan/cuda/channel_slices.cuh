@@ -7,17 +7,14 @@
 // tile), and each warp rescans its rows from the carry before the tile and the totals of the warps before
 // it. A group alone then walks about 10 ns a row (K = 8), for about twice the instructions a row.
 //
-// Groups of mixed lengths (whole, longest first) run a block a multiprocessor: their launch asks for half a
-// multiprocessor's shared memory (device.cuh's lone_block_shared). Timed block by block (globaltimer and
-// %smid written by an instrumented copy of this kernel; H200, 2026-11-30, the bench's packed batch of
-// 1..8192 rows, D = 64, 512 groups, two blocks a multiprocessor): multiprocessors move rows at different
-// rates (ten of them, five pairs, about 100 rows/us, the rest 65-72), and the longest groups, each beside
-// another block for most of its life, walked 26 ns a row and ended last (the devices' mean idle time at
-// the end 6-8 us of the kernel's 221). A group alone on its multiprocessor takes its whole share: 84.6-85.0
-// -> 86.7-86.9% of copy at D = 64, 85.8-86.1 -> 87.8% at D = 128, D = 32 alike at 90% (the packed probe,
-// timed as the bench, two rounds in one process each; 16 warps of 3 stages or 8 of 4-6, a block a
-// multiprocessor too, read 85.9-88.1; the 96 groups of (2, 65536 or 8192, 1536) btd, which hold a
-// multiprocessor each anyway, alike).
+// Groups of mixed lengths (whole, longest first) run a block a multiprocessor where a block alone moves its
+// multiprocessor's share of the bytes (channel_slices_alone_pays): the launch asks for just over half a
+// multiprocessor's shared memory (device.cuh's lone_block_shared). Timed block by block (an instrumented copy
+// of this kernel; H200, the bench's packed batch of 1..8192 rows, D = 64), multiprocessors move rows at
+// different rates, and at two blocks a multiprocessor the longest groups, each beside another block for
+// most of its life, ended last, the multiprocessors idle 6-8 us of the kernel's 221 on average at the end.
+// Numbers and the variants tried: README.md (mixed-length channel groups) and
+// bench/results/h200-channel-slices-alone-2026-11-30.log.
 //
 // Deterministic: every warp folds the carry and the K totals in the same order (left to right), so the
 // carry is the same in every warp, bit for bit, and results depend on the shape and K only.
@@ -36,8 +33,8 @@ namespace parascan::engine {
 
 /// Stages of each warp's ring in a time-splitting channel group (device.cuh's channel_slice_warps warps):
 /// K warps of 3 stages keep two tiles of a group's bytes in flight (a block of 8 warps holds 100 KiB for
-/// fp32 pairs; two blocks a multiprocessor on Hopper, one on an A100's 164 KiB; where a block does not fit,
-/// the one-warp groups run). Measured on an H200 (lengths 1..8192, D = 64): 8 warps of 2 stages 73-76% of
+/// fp32 pairs: two blocks a multiprocessor on Hopper unless the launch asks for one, one on an A100's 164
+/// KiB; where a block does not fit, the one-warp groups run). Measured on an H200 (lengths 1..8192, D = 64): 8 warps of 2 stages 73-76% of
 /// copy, 6 of 2 69-75%, 4 of 3 69-71%, 4 of 2 65-69%, one-warp groups 69-70%. 3 stages against 2 (H200,
 /// 2026-11-30, two rounds alternated, bench/results/h200-channel-slices-stages-2026-11-30.log): (2, 65536,
 /// 1536) btd 82.1 -> 95.7% (96 groups: a block a multiprocessor, whose bytes in flight doubled), the packed
@@ -162,6 +159,23 @@ constexpr index_t channel_slices_tile() {
   return index_t(channel_slice_warps) * channel_staging<2, Op, Pack>::rows;
 }
 
+/// Launches of these groups that asked for a block a multiprocessor, in this process (for tests).
+inline std::atomic<long long>& channel_slices_lone_launches() {
+  static std::atomic<long long> count{0};
+  return count;
+}
+
+/// Whether a block of these groups alone on a multiprocessor moves its share of the bytes: inputs of 8
+/// bytes a step or more and states of at most 8 bytes (fp32 pairs: the packed batch of 1..8192 rows, D =
+/// 64, 84.7-85.1 -> 86.9% of copy, D = 128 85.6-85.9 -> 87.8-87.9). Fewer bytes a row for the same
+/// instructions, and a block alone walks too slowly: bf16 pairs 57.6-57.8 -> 42.1%, fp32 logcumsumexp (4
+/// bytes in, an exp and a log a step) 76.5-76.8 -> 57.2-57.3% (H200, 2026-11-30, the same batch, two rounds;
+/// bench/results/h200-channel-slices-alone-2026-11-30.log).
+template <class Op, class Pack>
+constexpr bool channel_slices_alone_pays() {
+  return detail::input_bytes_per_step<Pack>() >= 8 && sizeof(state_t<Op>) <= 8;
+}
+
 /// Runs whole channel groups (32 sequences each) a block of channel_slice_warps warps each: a prefix scan
 /// (WRITE) or a reduction; `alone`: a block a multiprocessor (lone_block_shared). False (nothing run)
 /// where the stages do not fit (channel_staging) or a block's shared memory would not fit the device (e.g.
@@ -180,13 +194,15 @@ bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, b
     static std::atomic<int> fits[64] = {}, allowed[64] = {};
     static std::atomic<int> lone[64] = {};
     if (!fits_shared_memory(fits, kernel, layout::bytes)) return false;
-    const std::size_t padded = lone_block_shared(lone, layout::bytes), bytes = alone ? padded : layout::bytes;
+    const std::size_t padded = lone_block_shared(lone, kernel, layout::bytes);
+    const std::size_t bytes = alone ? padded : layout::bytes;
     allow_dynamic_shared(allowed, kernel, int(padded));  // the most either launch asks, once per device
     if (log_plans())
       std::fprintf(stderr, "parascan: channel groups of %d warps splitting time: %lld blocks%s\n", K,
                    static_cast<long long>(groups), alone ? ", one a multiprocessor" : "");
     kernel<<<unsigned(groups), K * warp_threads, bytes, stream>>>(a);
     detail::check_launch("parascan channel_slices_kernel");
+    if (bytes > layout::bytes) channel_slices_lone_launches().fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 }

@@ -273,19 +273,24 @@ void allow_dynamic_shared(std::atomic<int> (&cache)[64], Kernel kernel, int byte
   });
 }
 
-/// Dynamic shared memory that keeps a block of `bytes` alone on its multiprocessor: `bytes`, or half a
-/// multiprocessor's shared memory where that is more (a second block would not fit beside it), at most
-/// what a block may ask for (a device that would not say: `bytes`). Per device; the caller's `cache`.
-inline std::size_t lone_block_shared(std::atomic<int> (&cache)[64], std::size_t bytes) {
+/// Dynamic shared memory that keeps a block of `kernel` asking `bytes` alone on its multiprocessor: `bytes`,
+/// or just over half a multiprocessor's shared memory less the kernel's static shared memory where that is
+/// more (a second block would not fit beside it), at most what the block may ask for; `bytes` on a device
+/// that would not say. Per device (`cache`: the kernel's own).
+template <class Kernel>
+std::size_t lone_block_shared(std::atomic<int> (&cache)[64], Kernel kernel, std::size_t bytes) {
   const int padded = cached_per_device(cache, [&](int device) {
     int per_multiprocessor = 0, optin = 0;
+    cudaFuncAttributes attributes{};
     if (cudaDeviceGetAttribute(&per_multiprocessor, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
             cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
       (void)cudaGetLastError();
       return -1;
     }
-    return std::min(per_multiprocessor / 2, optin);
+    const int half = per_multiprocessor / 2 + 16 - int(attributes.sharedSizeBytes);
+    return std::max(1, std::min(half, optin - int(attributes.sharedSizeBytes)));  // (the cache's 0: not yet)
   });
   return padded < 0 ? bytes : std::max(bytes, std::size_t(padded));
 }
@@ -385,6 +390,8 @@ template <bool WRITE, class Op, class Pack, class Outs>
 bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool alone, cudaStream_t stream);
 template <class Op, class Pack>
 constexpr index_t channel_slices_tile();
+template <class Op, class Pack>
+constexpr bool channel_slices_alone_pays();
 
 /// The tiles of the look-back: the policy's (single_pass_tiles), else 512 threads of 16 steps (24 where
 /// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor (policy.hpp).
@@ -466,9 +473,9 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   if constexpr (Group::kind == group_kind::channel) {
     if (runs_channel_slices(plan, shape, channel_slices_tile<Op, Pack>(), multiprocessors(), channel_slice_warps)) {
       // Whole groups of mixed lengths start longest first: the device holds fewer blocks of 8 warps than a
-      // batch has groups, and a long group that starts late ends last. They also run a block a
-      // multiprocessor (channel_slices.cuh): a long group that shares its multiprocessor walks at half
-      // its pace and ends last.
+      // batch has groups, and a long group that starts late ends last. Where a block alone moves its
+      // multiprocessor's share of bytes, they also run a block a multiprocessor (channel_slices.cuh): a
+      // long group that shares its multiprocessor ends last.
       const bool ordered = plan.splits == 1;
       detail::temp_buffer order(alloc, stream, ordered ? std::size_t(plan.groups) * sizeof(index_t) : 0);
       if (ordered) {
@@ -485,7 +492,8 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                            "parascan group order");
         a.group_order = order.as<index_t>();
       }
-      if (run_channel_slices<WRITE>(a, plan.groups, ordered, stream)) return;
+      if (run_channel_slices<WRITE>(a, plan.groups, ordered && channel_slices_alone_pays<Op, Pack>(), stream))
+        return;
       a.group_order = nullptr;
     }
   }
