@@ -47,6 +47,10 @@ double median_host_us(F&& f, int runs) {
 
 int main(int argc, char** argv) {
   const index_t D = std::getenv("PROBE_D") ? std::atoll(std::getenv("PROBE_D")) : 64;  // PROBE_D: channels
+  if (D < 1) {
+    std::fprintf(stderr, "PROBE_D: at least 1 channel\n");
+    return 2;
+  }
   const index_t short_count = argc > 3 ? std::atoll(argv[1]) : 4000, long_count = argc > 3 ? std::atoll(argv[2]) : 4,
                 long_rows = argc > 3 ? std::atoll(argv[3]) : index_t(1) << 18;
   const bool check_only = argc > 4 && std::strcmp(argv[4], "--check") == 0;
@@ -61,7 +65,9 @@ int main(int argc, char** argv) {
     while (off.back() < rows) off.push_back(std::min(rows, off.back() + len(g)));
   } else if (lengths.rfind("uniform:", 0) == 0) {
     long long count = 0, rows = 0;
-    if (std::sscanf(lengths.c_str(), "uniform:%lld:%lld", &count, &rows) != 2 || count < 1 || rows < 1) {
+    int used = 0;
+    if (std::sscanf(lengths.c_str(), "uniform:%lld:%lld%n", &count, &rows, &used) != 2 ||
+        used != int(lengths.size()) || count < 1 || rows < 1) {
       std::fprintf(stderr, "PROBE_LENGTHS=uniform:COUNT:ROWS needs COUNT and ROWS of at least 1, not %s\n",
                    lengths.c_str());
       return 2;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <parascan/ops/basic.hpp>
 #include <parascan/ops/linear_recurrence.hpp>
 #include <parascan/ops/log_linear_recurrence.hpp>
@@ -240,10 +241,10 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
 /// The fp32 linear recurrence (storage S: float or bf16) over a packed_td batch, forward or reverse,
 /// inclusive or exclusive, with or without initial / final states, against fp64 step by step; `launches`
 /// counts the runs of the strategy under test, which must rise by `expected` a call. The outputs are
-/// poisoned (NaN) before each call.
+/// poisoned (NaN) before each call. Returns the number of calls.
 template <class S>
-void check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
-                                    long long expected) {
+int check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
+                                   long long expected) {
   const index_t N = index_t(offsets.size()) - 1, total = offsets.back(), n = total * D;
   index_t longest = 0;
   for (index_t q = 0; q < N; ++q) longest = std::max(longest, offsets[std::size_t(q) + 1] - offsets[std::size_t(q)]);
@@ -252,8 +253,8 @@ void check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t
   ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
   ptest::fill(b, [] { return S(float(ptest::normal())); });
   ptest::fill(init, [] { return float(ptest::normal()); });
-  for (const auto& f : {ptest::scan_flags{false, false, false, false}, ptest::scan_flags{true, true, true, true},
-                        ptest::scan_flags{false, true, false, true}}) {
+  const ptest::scan_flags flags[] = {{false, false, false, false}, {true, true, true, true}, {false, true, false, true}};
+  for (const auto& f : flags) {
     INFO("packed_td D = " << D << " of " << sizeof(S) << "-byte values, " << ptest::describe(f));
     ptest::fill(x, [] { return S(NAN); });
     ptest::fill(fin, [] { return NAN; });
@@ -292,6 +293,7 @@ void check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t
     CHECK(stored.relative() <= fp32_bound + 2 * ptest::eps_of<S>());
     CHECK(worst <= 20 * fp32_bound + ptest::eps_of<S>());
   }
+  return int(std::size(flags));
 }
 
 TEST_CASE("skewed packed batches: the linear recurrence in one pass, block tiles with a look-back") {
@@ -327,19 +329,27 @@ TEST_CASE("channel groups of several warps splitting time: the linear recurrence
   REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
   REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
   REQUIRE(cudaDeviceGetAttribute(&per_multiprocessor, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) == cudaSuccess);
-  // A block of 8 warps x 3 stages of 4 KiB and the totals fits; padded past half a multiprocessor only
-  // where that is more (an A100's 164 KiB: a block a multiprocessor already, nothing padded).
-  const bool fits = optin >= 8 * 3 * 4096 + 2 * 8 * 32 * 8;
-  const long long lone = fits && per_multiprocessor / 2 > 8 * 3 * 4096 + 2 * 8 * 32 * 8 ? 1 : 0;
+  // A block of 8 warps x 3 stages of 4 KiB and the totals fits (else the one-warp groups run); padded past
+  // half a multiprocessor only where that is more (an A100's 164 KiB: a block a multiprocessor already,
+  // nothing padded; device.cuh's lone_block_shared).
+  const int block = 8 * 3 * 4096 + 2 * 8 * 32 * 8;
+  const long long fits = optin >= block ? 1 : 0;
+  const long long lone = fits && std::min(per_multiprocessor / 2 + 16, optin) > block ? 1 : 0;
   const index_t N = 4 * sms + 3;
   std::vector<index_t> offsets{0};
   for (index_t i = 0; i < N; ++i)
     offsets.push_back(offsets.back() + (i == N / 2         ? 1337
                                         : i % 5 == 0       ? index_t(ptest::uniform(600, 1300))
                                                            : index_t(ptest::uniform(1, 300))));
+  auto& launches = parascan::engine::channel_slices_launches();
+  auto& lone_launches = parascan::engine::channel_slices_lone_launches();
   for (const index_t D : {64, 40}) {
-    check_packed_linear_recurrence<float>(offsets, D, parascan::engine::channel_slices_lone_launches(), lone);
-    check_packed_linear_recurrence<ptest::bf16>(offsets, D, parascan::engine::channel_slices_lone_launches(), 0);
+    long long before = launches;
+    const int fp32_calls = check_packed_linear_recurrence<float>(offsets, D, lone_launches, lone);
+    CHECK(launches == before + fits * fp32_calls);  // the channel groups ran each call
+    before = launches;
+    const int bf16_calls = check_packed_linear_recurrence<ptest::bf16>(offsets, D, lone_launches, 0);
+    CHECK(launches == before + fits * bf16_calls);
   }
 }
 

@@ -159,7 +159,11 @@ constexpr index_t channel_slices_tile() {
   return index_t(channel_slice_warps) * channel_staging<2, Op, Pack>::rows;
 }
 
-/// Launches of these groups that asked for a block a multiprocessor, in this process (for tests).
+/// Launches of these groups, and those that asked for a block a multiprocessor, in this process (tests).
+inline std::atomic<long long>& channel_slices_launches() {
+  static std::atomic<long long> count{0};
+  return count;
+}
 inline std::atomic<long long>& channel_slices_lone_launches() {
   static std::atomic<long long> count{0};
   return count;
@@ -202,6 +206,7 @@ bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, b
                    static_cast<long long>(groups), alone ? ", one a multiprocessor" : "");
     kernel<<<unsigned(groups), K * warp_threads, bytes, stream>>>(a);
     detail::check_launch("parascan channel_slices_kernel");
+    channel_slices_launches().fetch_add(1, std::memory_order_relaxed);
     if (bytes > layout::bytes) channel_slices_lone_launches().fetch_add(1, std::memory_order_relaxed);
     return true;
   }
