@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
   const double flushed = flushed_ms(call);
   const double rate = 2.0 * double(big) / big_copy / 1e6;  // GB/s, read + write
   std::printf("as the bench (256 MiB memset before each): 2 GiB copy %.1f GB/s; a call %.3f ms, %.1f%% of copy "
-              "(%.0f MB moved)\n", rate, flushed, 100.0 * (double(n) * 12 / rate / 1e6) / flushed, double(n) * 12 / 1e6);
+              "(%.0f MB moved)\n",
+              rate, flushed, 100.0 * (double(n) * 12 / rate / 1e6) / flushed, double(n) * 12 / 1e6);
   cudaFree(flush);
   cudaFree(big_src);
   cudaFree(big_dst);

@@ -253,7 +253,8 @@ int check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t 
   ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
   ptest::fill(b, [] { return S(float(ptest::normal())); });
   ptest::fill(init, [] { return float(ptest::normal()); });
-  const ptest::scan_flags flags[] = {{false, false, false, false}, {true, true, true, true}, {false, true, false, true}};
+  const ptest::scan_flags flags[] = {
+      {false, false, false, false}, {true, true, true, true}, {false, true, false, true}};
   for (const auto& f : flags) {
     INFO("packed_td D = " << D << " of " << sizeof(S) << "-byte values, " << ptest::describe(f));
     ptest::fill(x, [] { return S(NAN); });

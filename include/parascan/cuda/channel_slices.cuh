@@ -34,8 +34,9 @@ namespace parascan::engine {
 /// Stages of each warp's ring in a time-splitting channel group (device.cuh's channel_slice_warps warps):
 /// K warps of 3 stages keep two tiles of a group's bytes in flight (a block of 8 warps holds 100 KiB for
 /// fp32 pairs: two blocks a multiprocessor on Hopper unless the launch asks for one, one on an A100's 164
-/// KiB; where a block does not fit, the one-warp groups run). Measured on an H200 (lengths 1..8192, D = 64): 8 warps of 2 stages 73-76% of
-/// copy, 6 of 2 69-75%, 4 of 3 69-71%, 4 of 2 65-69%, one-warp groups 69-70%. 3 stages against 2 (H200,
+/// KiB; where a block does not fit, the one-warp groups run). Measured on an H200 (lengths 1..8192, D =
+/// 64): 8 warps of 2 stages 73-76% of copy, 6 of 2 69-75%, 4 of 3 69-71%, 4 of 2 65-69%, one-warp groups
+/// 69-70%. 3 stages against 2 (H200,
 /// 2026-11-30, two rounds alternated, bench/results/h200-channel-slices-stages-2026-11-30.log): (2, 65536,
 /// 1536) btd 82.1 -> 95.7% (96 groups: a block a multiprocessor, whose bytes in flight doubled), the packed
 /// 1..8192 batch 84.8-85.1 -> 85.1-85.4%, (1, 65536, 1536) 74.8 -> 74.7% (48 blocks), the rest within noise.
