@@ -69,6 +69,7 @@
 #include <Eigen/Core>
 #include "event_timer.cuh"
 #include "kept_pool.cuh"
+#include "packed_batches.hpp"
 #include <parascan/cuda_matrices.cuh>
 #include <parascan/cuda.cuh>
 #include <parascan/ops/affine_recurrence.hpp>
@@ -1369,27 +1370,6 @@ struct bench_case {
          std::to_string(min_blocks) + ">";
 }
 
-/// Packed lengths: (a) uniform in 1..8192 until `total_rows` rows in all (the last one cut);
-/// (b) `short_count` sequences of 1..64 rows with `long_count` of `long_rows` rows spread among them.
-std::vector<index_t> realistic_offsets(index_t total_rows) {
-  std::mt19937_64 g(11);
-  std::uniform_int_distribution<index_t> len(1, 8192);
-  std::vector<index_t> off = {0};
-  while (off.back() < total_rows) off.push_back(std::min(total_rows, off.back() + len(g)));
-  return off;
-}
-std::vector<index_t> skewed_offsets(index_t short_count, index_t long_count, index_t long_rows) {
-  std::mt19937_64 g(12);
-  std::uniform_int_distribution<index_t> len(1, 64);
-  std::vector<index_t> off = {0};
-  const index_t every = short_count / long_count;
-  for (index_t i = 0; i < short_count; ++i) {
-    if (i % every == every / 2 && (i / every) < long_count) off.push_back(off.back() + long_rows);
-    off.push_back(off.back() + len(g));
-  }
-  return off;
-}
-
 std::vector<bench_case> make_cases(bool sweep) {
   std::vector<bench_case> cases;
   using fn = std::function<void(context&, record&)>;
@@ -1550,7 +1530,8 @@ std::vector<bench_case> make_cases(bool sweep) {
       [=](context& c, record& r) { run_signed_log_backward(c, r, B, D, 65536); });
   const long long PD = 64;
   for (int k = 0; k < 2; ++k) {
-    const std::vector<index_t> off = k == 0 ? realistic_offsets((index_t(1) << 26) / PD) : skewed_offsets(4000, 4, 1 << 18);
+    const std::vector<index_t> off =
+        k == 0 ? bench::realistic_offsets((index_t(1) << 26) / PD) : bench::skewed_offsets(4000, 4, 1 << 18);
     const long long N = (long long)off.size() - 1, total = off.back();
     long long longest = 0;
     for (std::size_t i = 0; i + 1 < off.size(); ++i) longest = std::max<long long>(longest, off[i + 1] - off[i]);

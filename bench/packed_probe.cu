@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "event_timer.cuh"
+#include "packed_batches.hpp"
 
 using index_t = parascan::index_t;
 
@@ -59,10 +60,7 @@ int main(int argc, char** argv) {
   const std::string lengths = std::getenv("PROBE_LENGTHS") ? std::getenv("PROBE_LENGTHS") : "";
   std::vector<index_t> off = {0};
   if (lengths == "realistic") {
-    std::mt19937_64 g(11);
-    std::uniform_int_distribution<index_t> len(1, 8192);
-    const index_t rows = (index_t(1) << 26) / D;
-    while (off.back() < rows) off.push_back(std::min(rows, off.back() + len(g)));
+    off = bench::realistic_offsets((index_t(1) << 26) / D);
   } else if (lengths.rfind("uniform:", 0) == 0) {
     long long count = 0, rows = 0;
     int used = 0;
@@ -77,13 +75,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "PROBE_LENGTHS: realistic or uniform:COUNT:ROWS, not %s\n", lengths.c_str());
     return 2;
   } else {
-    std::mt19937_64 g(12);
-    std::uniform_int_distribution<index_t> len(1, 64);
-    const index_t every = std::max<index_t>(1, short_count / std::max<index_t>(long_count, 1));
-    for (index_t i = 0; i < short_count; ++i) {
-      if (i % every == every / 2 && i / every < long_count) off.push_back(off.back() + long_rows);
-      off.push_back(off.back() + len(g));
-    }
+    off = bench::skewed_offsets(short_count, long_count, long_rows);
   }
   const index_t N = index_t(off.size()) - 1, total = off.back(), n = total * D;
   std::vector<float> ha(n), hb(n), hx(n);

@@ -182,11 +182,12 @@ constexpr bool channel_slices_alone_pays() {
 }
 
 /// Runs whole channel groups (32 sequences each) a block of channel_slice_warps warps each: a prefix scan
-/// (WRITE) or a reduction; `alone`: a block a multiprocessor (lone_block_shared). False (nothing run)
-/// where the stages do not fit (channel_staging) or a block's shared memory would not fit the device (e.g.
-/// sm_75's 64 kB).
+/// (WRITE) or a reduction; `mixed_lengths` (groups started longest first): a block a multiprocessor where
+/// that pays (channel_slices_alone_pays, lone_block_shared). False (nothing run) where the stages do not
+/// fit (channel_staging) or a block's shared memory would not fit the device (e.g. sm_75's 64 kB).
 template <bool WRITE, class Op, class Pack, class Outs>
-bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool alone, cudaStream_t stream) {
+bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool mixed_lengths,
+                        cudaStream_t stream) {
   constexpr int K = channel_slice_warps;
   constexpr int stages = channel_slice_stages;  // not the policy's: K warps of them
   using layout = channel_slices_layout<K, stages, Op, Pack>;
@@ -200,6 +201,7 @@ bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, b
     static std::atomic<int> lone[64] = {};
     if (!fits_shared_memory(fits, kernel, layout::bytes)) return false;
     const std::size_t padded = lone_block_shared(lone, kernel, layout::bytes);
+    const bool alone = mixed_lengths && channel_slices_alone_pays<Op, Pack>();
     const std::size_t bytes = alone ? padded : layout::bytes;
     allow_dynamic_shared(allowed, kernel, int(padded));  // the most either launch asks, once per device
     if (log_plans())

@@ -387,11 +387,10 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
 /// file).
 constexpr int channel_slice_warps = 8;
 template <bool WRITE, class Op, class Pack, class Outs>
-bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool alone, cudaStream_t stream);
+bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool mixed_lengths,
+                        cudaStream_t stream);
 template <class Op, class Pack>
 constexpr index_t channel_slices_tile();
-template <class Op, class Pack>
-constexpr bool channel_slices_alone_pays();
 
 /// The tiles of the look-back: the policy's (single_pass_tiles), else 512 threads of 16 steps (24 where
 /// every input is 2 bytes; 8 for states over 8 bytes), two blocks a multiprocessor (policy.hpp).
@@ -492,8 +491,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                            "parascan group order");
         a.group_order = order.as<index_t>();
       }
-      if (run_channel_slices<WRITE>(a, plan.groups, ordered && channel_slices_alone_pays<Op, Pack>(), stream))
-        return;
+      if (run_channel_slices<WRITE>(a, plan.groups, ordered, stream)) return;
       a.group_order = nullptr;
     }
   }
