@@ -88,11 +88,11 @@ constexpr int widest_input_bytes() {
 }
 /// Bytes a step of a pack's inputs, all of them.
 template <class... T>
-constexpr int input_bytes(const input_pack<T...>*) {
+PARASCAN_HD constexpr int input_bytes(const input_pack<T...>*) {
   return (0 + ... + int(sizeof(input_element_t<T>)));
 }
 template <class Pack>
-constexpr int input_bytes_per_step() {
+PARASCAN_HD constexpr int input_bytes_per_step() {
   return input_bytes(static_cast<const Pack*>(nullptr));
 }
 

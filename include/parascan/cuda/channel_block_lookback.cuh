@@ -51,17 +51,29 @@
 
 namespace parascan::engine {
 
-/// Warps of a skewed batch's block tile, and stages of rows a warp (384 rows of fp32 pairs, 96 KiB: two
-/// blocks a multiprocessor).
+/// Warps of a skewed batch's block tile, and stages of rows a warp (384 staged rows of fp32 pairs, 96 KiB:
+/// two blocks a multiprocessor; with the 128 held in registers, channel_block_held, 512 rows a tile).
 constexpr int channel_block_warps = 8;
 constexpr int channel_block_stages = 3;
 
+/// Rows each warp of a block tile holds in registers before its staged rows: 16 where the inputs move at
+/// most 8 bytes a step (32 registers a thread for fp32 pairs; two blocks a multiprocessor still fit at 128
+/// registers), else none. A tile waits on its look-back holding its rows, and shared memory bounds the
+/// bytes a multiprocessor has in flight: rows held in registers add to them. Measured (H200, 2026-11-30,
+/// the bench's skewed batch, the packed probe timed as the bench, two rounds in one call): 16 rows a warp
+/// 75.4-76.5 -> 79.3-79.5% of copy, 8 rows 77.9%
+/// (bench/results/h200-channel-slices-alone-2026-11-30.log, section 10).
+template <class Pack>
+PARASCAN_HD constexpr int channel_block_held() {
+  return detail::input_bytes_per_step<Pack>() <= 8 ? 16 : 0;
+}
+
 /// Dynamic shared memory of a block tile: each warp's stages, then the K warps' totals and the carry
-/// before the tile (32 lanes each).
+/// before the tile (32 lanes each). A warp's rows: the held ones, then its stages'.
 template <int K, int STAGES, class Op, class Pack>
 struct channel_block_layout {
   using staging = channel_staging<STAGES, Op, Pack>;
-  static constexpr index_t warp_rows = index_t(STAGES) * staging::rows;
+  static constexpr index_t warp_rows = index_t(STAGES) * staging::rows + channel_block_held<Pack>();
   static constexpr index_t tile_rows = K * warp_rows;
   static constexpr std::size_t staging_bytes = staging::per_warp * K;
   static constexpr std::size_t bytes = staging_bytes + std::size_t((K + 1) * warp_threads) * sizeof(state_t<Op>);
@@ -90,7 +102,7 @@ struct channel_block_launch {
 /// warp w the w-th warp_rows of them; its states at slot first[i] + j of `status`), or K consecutive
 /// groups run whole, a warp each, where they have no sequence longer than a tile.
 template <int K, int STAGES, class Op, class Pack, class Outs>
-__global__ void __launch_bounds__(K * warp_threads)
+__global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() > 0 ? 2 : 1)
     channel_block_lookback_kernel(const segment_args<Op, Pack, Outs> a, const channel_tile_status<state_t<Op>> status,
                                   const channel_block_launch launch) {
   using S = state_t<Op>;
@@ -164,8 +176,8 @@ __global__ void __launch_bounds__(K * warp_threads)
       if (w < warp) before = op(before, totals[w * warp_threads + lane]);
     return before;
   };
-  scan_channel_tile<STAGES>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end,
-                            a.reverse, a.exclusive, carry_of);
+  scan_channel_tile<STAGES, channel_block_held<Pack>()>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out, n,
+                                                        p0, p1, loop_end, a.reverse, a.exclusive, carry_of);
 }
 
 /// The prefix scan of a skewed channel batch (dispatch asks plan.hpp's runs_channel_block_tiles first) in

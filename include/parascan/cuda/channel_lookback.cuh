@@ -139,19 +139,25 @@ __device__ state_t<Op> channel_look_back(const Op& op, const channel_tile_status
   return prefix;
 }
 
-/// One lane's part of a tile (positions [p0, p1) of its sequence of n steps, the warp to loop_end): stages
-/// the warp's rows of the tile, folds them into `total`, asks `carry_of(total)` for the state before them
-/// (the look-back: a prefix callback, as CUB's TilePrefixCallbackOp) and scans them from it, writing
-/// every step.
-template <int TILE_STAGES, class Op, class... T, class Outs, class CarryOf>
+/// One lane's part of a tile (positions [first, p1) of its sequence of n steps, the warp to loop_end):
+/// holds the first HELD rows in registers (each lane loads its own elements) and stages the rest, folds
+/// them into `total`, asks `carry_of(total)` for the state before them (the look-back: a prefix callback,
+/// as CUB's TilePrefixCallbackOp) and scans them from it, writing every step. The held rows are bytes in
+/// flight beyond shared memory (channel_block_lookback.cuh).
+template <int TILE_STAGES, int HELD = 0, class Op, class... T, class Outs, class CarryOf>
 __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const cursor_pack<T...>& in, const Outs& out,
-                                  index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse, bool exclusive,
-                                  const CarryOf& carry_of) {
+                                  index_t n, index_t first, index_t p1, index_t loop_end, bool reverse,
+                                  bool exclusive, const CarryOf& carry_of) {
   using S = state_t<Op>;
   using staging_t = channel_staging<TILE_STAGES, Op, input_pack<T...>>;
   constexpr int ROWS = staging_t::rows;
   using raw_t = item_values<1, T...>;
   const auto stage = [&](int k) { return tile + k * staging_t::stage_bytes; };
+  raw_t held[HELD > 0 ? HELD : 1];
+#pragma unroll
+  for (int r = 0; r < HELD; ++r)
+    if (first + r < p1) read_elements(in, time_index(first + r, n, reverse), held[r]);
+  const index_t p0 = first + HELD;  // the staged rows
 
   row_pieces<T...> pieces;
   find_row_pieces<0>(in, pieces);
@@ -188,6 +194,9 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
   S total = op.identity();
   const auto fold = [&](const raw_t& v, const Outs&) { total = op(total, lift_item(op, v, 0)); };
 #pragma unroll
+  for (int r = 0; r < HELD; ++r)
+    if (first + r < p1) total = op(total, lift_item(op, held[r], 0));
+#pragma unroll
   for (int k = 0; k < TILE_STAGES; ++k) {  // folds each stage as it lands
     __pipeline_wait_prior(TILE_STAGES - 1 - k);
     __syncwarp();
@@ -197,6 +206,12 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
   S carry = carry_of(total);
   const auto scan = [&](auto exclusive_tag) {
     constexpr bool X = decltype(exclusive_tag)::value;
+    if constexpr (HELD > 0) {
+      Outs outputs = rows_from(out, first, n, reverse);
+#pragma unroll
+      for (int r = 0; r < HELD; ++r, next_row(outputs))
+        if (first + r < p1) scan_step<true, X>(op, held[r], outputs, 0, carry);
+    }
 #pragma unroll
     for (int k = 0; k < TILE_STAGES; ++k)
       rows_of(k, [&](const raw_t& v, const Outs& at) { scan_step<true, X>(op, v, at, 0, carry); });
