@@ -254,9 +254,9 @@ struct channel_block_tile {
 /// warp whose group has a longer sequence than a tile leaves at once): nothing is listed for them, so a
 /// batch of 8000 short groups among 8 long ones costs the host one pass over its offsets, not a pass and
 /// a table entry a group (which took most of a call's host time: 45-77 us of 94-142, H200 machine). The
-/// launch order: the long groups' tiles 0 (`order`'s first groups.size() entries), the short blocks, then
-/// round by round, tile j of every long group that has one before any tile j + 1 (the resident tiles
-/// spread over the long groups), groups with more tiles first within a round.
+/// launch order: round by round, tile j of every long group that has one before any tile j + 1 (the
+/// resident tiles spread over the long groups), groups with more tiles first within a round, then the
+/// short blocks.
 struct channel_block_tables {
   std::vector<int> groups;
   std::vector<index_t> first;

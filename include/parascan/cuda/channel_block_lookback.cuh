@@ -28,9 +28,22 @@
 // block's barrier, while the eight scan, read within a point of that (0.277-0.282 ms at 80 registers, 12
 // bytes spilled to keep two blocks a multiprocessor; at its own 110 registers, one block: 0.36 ms).
 //
+// What holds the bench's skewed batch near 80% of copy (H200, 2026-11-30, 16 rows held a warp; probe
+// and timings in bench/results/h200-skewed-limits-2026-11-30.log): a tile's block reads its rows, then
+// waits on its look-back, then scans and writes, and only the first phase keeps loads in flight. Per
+// tile (globaltimer, one call): reading and folding 7.6 us (median), the look-back 3.5, scanning and
+// writing 2.3; without the look-back (wrong results) the batch reads 82.0 against 78.8%. Tried and not
+// kept: 24 or 32 rows held (78.9-79.5%); prefetching into L2 the tile of the block that will likely take
+// this slot, from the lanes or as bulk prefetches (62-71%: the prefetches compete with the tiles' own
+// loads); persistent blocks (one a multiprocessor, two tiles of shared memory, the next tile's rows
+// loading while the block looks back and scans: 21-28%, since a tile's aggregate goes out only when its
+// block reaches it, and look-backs then wait on whole tiles of other blocks).
+//
 // Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
-// over the long groups), longer groups first within a round, the blocks of short groups at the end of
-// round 0. The host lists only the long groups (plan.hpp's channel_block_tables, from one pass over the
+// over the long groups), longer groups first within a round, then the blocks of short groups: they fill
+// the multiprocessors that the last round leaves idle (at the end of round 0 they read 79.2-79.4% of copy,
+// at the end 79.4-80.0%: H200, the bench's skewed batch, the packed probe as the bench, five rounds in two
+// calls; first 79.0-79.3%). The host lists only the long groups (plan.hpp's channel_block_tables, from one pass over the
 // sequences); the short blocks take every group in order, 8 to a block, and a warp whose group has a
 // sequence longer than a tile leaves. Listing all 8008 groups of the bench's batch took the host 43 us a
 // call and a 170 KiB pageable copy that made it wait for the stream; now 11 us and 44 KiB (H200, probe,
@@ -86,14 +99,13 @@ inline std::atomic<long long>& channel_block_launches() {
 }
 
 /// Where the blocks of a launch work (plan.hpp's channel_block_tables, on the device).
-/// Blocks [0, long_groups) take order[b] (every long group's tile 0), the next short_blocks blocks K
-/// consecutive groups each (block long_groups + k: groups k * K .. k * K + K - 1), the rest
-/// order[b - short_blocks].
+/// Blocks [0, long_tiles) take order[b], the last short_blocks blocks K consecutive groups each (block
+/// long_tiles + k: groups k * K .. k * K + K - 1).
 struct channel_block_launch {
   const index_t* first;             // long group i's look-back slots first[i] .. first[i + 1] - 1
   const int* groups;                // long group i's group
   const channel_block_tile* order;  // the long tiles in launch order
-  int long_groups;
+  int long_tiles;
   int short_blocks;
   index_t tile_rows;  // a group with a longer sequence is a long one
 };
@@ -112,8 +124,8 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
   S* const carries = totals + K * warp_threads;                                           // [32]
   const int warp = int(threadIdx.x) / warp_threads, lane = int(threadIdx.x) % warp_threads;
   unsigned char* const staging = channel_block_shared + warp * layout::staging::per_warp;
-  const int b = int(blockIdx.x), shorts = b - launch.long_groups;
-  if (shorts >= 0 && shorts < launch.short_blocks) {  // block-uniform: no barrier below is reached
+  const int b = int(blockIdx.x), shorts = b - launch.long_tiles;
+  if (shorts >= 0) {  // block-uniform: no barrier below is reached
     const index_t s = (index_t(shorts) * K + warp) * warp_threads + lane;
     const bool active = s < a.count;
     const index_t n = active ? a.in.head.length_of(s) : 0;
@@ -128,7 +140,7 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
     if (active) a.write_final(s, total);
     return;
   }
-  const channel_block_tile here = launch.order[shorts < 0 ? b : b - launch.short_blocks];
+  const channel_block_tile here = launch.order[b];
   const index_t g = launch.groups[here.long_group], j = here.tile;
   const index_t first = launch.first[here.long_group];
   const bool last = first + j == launch.first[here.long_group + 1] - 1;
@@ -229,7 +241,7 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
     const channel_block_launch launch{reinterpret_cast<const index_t*>(base),
                                       reinterpret_cast<const int*>(base + tables.groups_offset()),
                                       reinterpret_cast<const channel_block_tile*>(base + tables.order_offset()),
-                                      int(tables.groups.size()),
+                                      int(tables.order.size()),
                                       int(tables.short_blocks),
                                       layout::tile_rows};
     kernel<<<unsigned(blocks), K * warp_threads, layout::bytes, stream>>>(a, status_t::in(memory.as<void>(), slots),
