@@ -71,7 +71,7 @@ namespace detail {
 /// The smallest (`Widest` false: 16 for none) or largest (`Widest`: 0 for none) element size among a
 /// pack's inputs.
 template <bool Widest, class... T>
-constexpr int extreme_input(const input_pack<T...>*) {
+PARASCAN_HD constexpr int extreme_input(const input_pack<T...>*) {
   const int sizes[] = {int(sizeof(input_element_t<T>))..., 0};  // the 0 keeps an empty pack's array legal
   int bytes = Widest ? 0 : 16;
   for (int k = 0; k < int(sizeof...(T)); ++k)
@@ -79,7 +79,7 @@ constexpr int extreme_input(const input_pack<T...>*) {
   return bytes;
 }
 template <class Pack>
-constexpr int narrowest_input_bytes() {
+PARASCAN_HD constexpr int narrowest_input_bytes() {
   return extreme_input<false>(static_cast<const Pack*>(nullptr));
 }
 template <class Pack>

@@ -297,25 +297,69 @@ int check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t 
   return int(std::size(flags));
 }
 
+/// fp32 logcumsumexp over a packed_td batch (every 97th element -inf), forward and reverse, against
+/// fp64 step by step; `launches` must rise by `expected` a call.
+void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
+                               long long expected) {
+  const index_t N = index_t(offsets.size()) - 1, n = offsets.back() * D;
+  index_t longest = 0;
+  for (index_t q = 0; q < N; ++q) longest = std::max(longest, offsets[std::size_t(q) + 1] - offsets[std::size_t(q)]);
+  ptest::buffer<float> in{std::size_t(n)}, out{std::size_t(n)};
+  index_t k = 0;
+  ptest::fill(in, [&] { return ++k % 97 == 0 ? -INFINITY : float(3 * ptest::normal()); });
+  for (const bool reverse : {false, true}) {
+    INFO("logcumsumexp, packed_td D = " << D << (reverse ? ", reverse" : ""));
+    ptest::fill(out, [] { return NAN; });
+    parascan::options<float> opts;
+    opts.reverse = reverse;
+    const long long before = launches;
+    parascan::logcumsumexp(ptest::exec(), parascan::packed_td<const float>(in.data(), offsets.data(), N, D),
+                           parascan::packed_td(out.data(), offsets.data(), N, D), opts);
+    CHECK(launches == before + expected);
+    out.download();
+    double worst = 0;
+    for (index_t q = 0; q < N; ++q) {
+      const index_t len = offsets[std::size_t(q) + 1] - offsets[std::size_t(q)];
+      for (index_t c = 0; c < D; ++c) {
+        double m = -INFINITY;
+        for (index_t t = 0; t < len; ++t) {
+          const std::size_t i = std::size_t((offsets[std::size_t(q)] + (reverse ? len - 1 - t : t)) * D + c);
+          const double v = in.host[i], hi = std::max(m, v);
+          if (hi > -INFINITY) m = hi + std::log(std::exp(m - hi) + std::exp(v - hi));
+          const double got = out.host[i];  // -inf where every element so far is -inf
+          const double e = got == m ? 0.0 : std::fabs(got - m) / (1 + std::fabs(m));
+          worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+        }
+      }
+    }
+    CHECK(worst <= 1e-6 * (8 + 2 * std::sqrt(double(longest))));
+  }
+}
+
 TEST_CASE("skewed packed batches: the linear recurrence in one pass, block tiles with a look-back") {
   // channel_block_lookback.cuh (plan.hpp's runs_channel_block_tiles): packed_td, many short sequences
-  // (1..64 rows) and three long ones: a whole number of block tiles (80 of 512 fp32-pair rows: 384 staged
-  // and 128 held a tile), a row short of one, a row past one (the last sequence); bf16 tiles are 896 rows.
-  // D = 64 (whole groups) and D = 40 (groups straddling sequences, a partial last group of 8 lanes), fp32
-  // and bf16 storage (fp32 state), against fp64 step by step. The block tiles need 98 KiB of shared memory
-  // (8 warps x 3 stages of 4 KiB and the totals): where the device has less, dispatch keeps reduce-then-scan.
+  // (1..64 rows) and three long ones: a whole number of block tiles (78 of 512 fp32-pair rows: 384 staged
+  // and 128 held a tile; 52 of the 768 staged bf16-pair rows), a row short of one, a row past one (the
+  // last sequence); fp32 logcumsumexp holds rows too (tiles of 896). D = 64 (whole groups) and D = 40
+  // (groups straddling sequences, a partial last group of 8 lanes), fp32 and bf16 storage (fp32 state),
+  // against fp64 step by step. The block tiles need 98 KiB of shared memory (8 warps x 3 stages of 4 KiB
+  // and the totals): where the device has less, dispatch keeps reduce-then-scan.
   int optin = 0;
   REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
   const long long block_tiles = optin >= 8 * 3 * 4096 + 9 * 32 * 8 ? 1 : 0;
   const index_t N = 3001;
   std::vector<index_t> offsets{0};
   for (index_t i = 0; i < N; ++i)
-    offsets.push_back(offsets.back() + (i == 7 ? 40960 : i == N / 2 ? 30719 : i == N - 1 ? 25601
+    offsets.push_back(offsets.back() + (i == 7 ? 39936 : i == N / 2 ? 30719 : i == N - 1 ? 24577
                                                                                  : index_t(ptest::uniform(1, 64))));
   for (const index_t D : {64, 40}) {
     check_packed_linear_recurrence<float>(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
     check_packed_linear_recurrence<ptest::bf16>(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
+    check_packed_logcumsumexp(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
   }
+  static_assert(parascan::engine::channel_block_held<parascan::input_pack<float, float>>() == 16);
+  static_assert(parascan::engine::channel_block_held<parascan::input_pack<float>>() == 16);
+  static_assert(parascan::engine::channel_block_held<parascan::input_pack<ptest::bf16, ptest::bf16>>() == 0);
 }
 
 TEST_CASE("channel groups of several warps splitting time: the linear recurrence a block a multiprocessor") {

@@ -37,7 +37,8 @@
 // this slot, from the lanes or as bulk prefetches (62-71%: the prefetches compete with the tiles' own
 // loads); persistent blocks (one a multiprocessor, two tiles of shared memory, the next tile's rows
 // loading while the block looks back and scans: 21-28%, since a tile's aggregate goes out only when its
-// block reaches it, and look-backs then wait on whole tiles of other blocks).
+// block reaches it, and look-backs then wait on whole tiles of other blocks); the aggregates loaded by all
+// eight warps into shared memory and folded by warp 0 (77.6-78.4 against 79.3-79.8%: two more barriers).
 //
 // Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
 // over the long groups), longer groups first within a round, then the blocks of short groups: they fill
@@ -70,15 +71,16 @@ constexpr int channel_block_warps = 8;
 constexpr int channel_block_stages = 3;
 
 /// Rows each warp of a block tile holds in registers before its staged rows: 16 where the inputs move at
-/// most 8 bytes a step (32 registers a thread for fp32 pairs; two blocks a multiprocessor still fit at 128
-/// registers), else none. A tile waits on its look-back holding its rows, and shared memory bounds the
-/// bytes a multiprocessor has in flight: rows held in registers add to them. Measured (H200, 2026-11-30,
-/// the bench's skewed batch, the packed probe timed as the bench, two rounds in one call): 16 rows a warp
-/// 75.4-76.5 -> 79.3-79.5% of copy, 8 rows 77.9%
-/// (bench/results/h200-channel-slices-alone-2026-11-30.log, section 10).
+/// most 8 bytes a step in elements of 4 bytes or more (32 registers a thread for fp32 pairs; two blocks a
+/// multiprocessor still fit at 128 registers), else none. A tile waits on its look-back holding its rows,
+/// and shared memory bounds the bytes a multiprocessor has in flight: rows held in registers add to them.
+/// Measured (H200, 2026-11-30, the bench's skewed batch, timed as the bench; bench/results/
+/// h200-channel-held-rows-2026-11-30.log and h200-skewed-limits-2026-11-30.log): fp32 linear recurrence
+/// 75.4-76.5 -> 79.3-79.6% of copy (8 rows 77.9%, 24 or 32 no better), fp32 logcumsumexp 53.4-53.6 ->
+/// 57.8-58.6%; bf16 pairs 41.3-41.6 -> 38.8-39.0% (a register for each 2-byte element), so they hold none.
 template <class Pack>
 PARASCAN_HD constexpr int channel_block_held() {
-  return detail::input_bytes_per_step<Pack>() <= 8 ? 16 : 0;
+  return detail::input_bytes_per_step<Pack>() <= 8 && detail::narrowest_input_bytes<Pack>() >= 4 ? 16 : 0;
 }
 
 /// Dynamic shared memory of a block tile: each warp's stages, then the K warps' totals and the carry
