@@ -127,8 +127,14 @@ int main(int argc, char** argv) {
     const auto x_view = parascan::packed_td(x, off.data(), N, D);
     auto& alloc = parascan::detail::default_temp_allocator();
     const index_t groups = (N * D + 31) / 32;
-    const auto long_groups = [&](index_t threshold, auto&& visit) {  // as dispatch asks (tiles of 384 rows,
-      parascan::groups_longer_than(x_view, 32, threshold, visit);      // blocks of 8 warps below)
+    // As dispatch asks: the fp32 recurrence's block tiles (512 rows, blocks of 8 warps).
+    const index_t tile_rows =
+        parascan::engine::channel_block_layout<parascan::engine::channel_block_warps,
+                                               parascan::engine::channel_block_stages,
+                                               parascan::ops::linear_recurrence<float>,
+                                               parascan::input_pack<float, float>>::tile_rows;
+    const auto long_groups = [&](index_t threshold, auto&& visit) {
+      parascan::groups_longer_than(x_view, 32, threshold, visit);
     };
     std::printf("host us, device idle: whole call %.1f; cudaPointerGetAttributes host / device pointer %.2f / %.2f; "
                 "temp buffer (pool) %.2f; pageable copy 32 / 170 KiB %.1f / %.1f; staged offsets %.1f; argument "
@@ -151,10 +157,10 @@ int main(int argc, char** argv) {
                 host_us([&] { bench_empty<<<1, 32>>>(); }), host_us([&] {
                   static parascan::channel_block_tables kept;
                   static std::vector<unsigned char> bytes;
-                  kept.build(groups, 384, 8, long_groups);
+                  kept.build(groups, tile_rows, 8, long_groups);
                   kept.bytes_into(bytes);
                 }),
-                host_us([&] { (void)parascan::channel_block_tables::of(groups, 384, 8, long_groups).bytes(); }));
+                host_us([&] { (void)parascan::channel_block_tables::of(groups, tile_rows, 8, long_groups).bytes(); }));
     cudaFree(dev);
     return 0;
   }

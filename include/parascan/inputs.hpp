@@ -83,7 +83,7 @@ PARASCAN_HD constexpr int narrowest_input_bytes() {
   return extreme_input<false>(static_cast<const Pack*>(nullptr));
 }
 template <class Pack>
-constexpr int widest_input_bytes() {
+PARASCAN_HD constexpr int widest_input_bytes() {
   return extreme_input<true>(static_cast<const Pack*>(nullptr));
 }
 /// Bytes a step of a pack's inputs, all of them.

@@ -298,7 +298,8 @@ int check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t 
 }
 
 /// fp32 logcumsumexp over a packed_td batch (every 97th element -inf), forward and reverse, against
-/// fp64 step by step; `launches` must rise by `expected` a call.
+/// fp64 step by step (tolerance as in check_log_space_stream below); `launches` must rise by `expected` a
+/// call.
 void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
                                long long expected) {
   const index_t N = index_t(offsets.size()) - 1, n = offsets.back() * D;
@@ -307,6 +308,10 @@ void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, s
   ptest::buffer<float> in{std::size_t(n)}, out{std::size_t(n)};
   index_t k = 0;
   ptest::fill(in, [&] { return ++k % 97 == 0 ? -INFINITY : float(3 * ptest::normal()); });
+  const auto add = [](double x, double z) {
+    const double m = std::max(x, z);
+    return std::isinf(m) ? m : m + std::log(std::exp(x - m) + std::exp(z - m));
+  };
   for (const bool reverse : {false, true}) {
     INFO("logcumsumexp, packed_td D = " << D << (reverse ? ", reverse" : ""));
     ptest::fill(out, [] { return NAN; });
@@ -317,26 +322,23 @@ void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, s
                            parascan::packed_td(out.data(), offsets.data(), N, D), opts);
     CHECK(launches == before + expected);
     out.download();
-    double worst = 0;
+    ptest::scaled_error_meter err;
     for (index_t q = 0; q < N; ++q) {
       const index_t len = offsets[std::size_t(q) + 1] - offsets[std::size_t(q)];
       for (index_t c = 0; c < D; ++c) {
         double m = -INFINITY;
         for (index_t t = 0; t < len; ++t) {
           const std::size_t i = std::size_t((offsets[std::size_t(q)] + (reverse ? len - 1 - t : t)) * D + c);
-          const double v = in.host[i], hi = std::max(m, v);
-          if (hi > -INFINITY) m = hi + std::log(std::exp(m - hi) + std::exp(v - hi));
-          const double got = out.host[i];  // -inf where every element so far is -inf
-          const double e = got == m ? 0.0 : std::fabs(got - m) / (1 + std::fabs(m));
-          worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+          m = add(m, in.host[i]);
+          err.add(out.host[i], m);
         }
       }
     }
-    CHECK(worst <= 1e-6 * (8 + 2 * std::sqrt(double(longest))));
+    CHECK(err.worst <= 8 * ptest::eps_of<float>() * (1 + std::sqrt(double(longest))));
   }
 }
 
-TEST_CASE("skewed packed batches: the linear recurrence in one pass, block tiles with a look-back") {
+TEST_CASE("skewed packed batches: prefix scans in one pass, block tiles with a look-back") {
   // channel_block_lookback.cuh (plan.hpp's runs_channel_block_tiles): packed_td, many short sequences
   // (1..64 rows) and three long ones: a whole number of block tiles (78 of 512 fp32-pair rows: 384 staged
   // and 128 held a tile; 52 of the 768 staged bf16-pair rows), a row short of one, a row past one (the

@@ -224,8 +224,8 @@ TEST_CASE("plan: a skewed batch's single pass, its tile list (long groups' tiles
   CHECK(t.first == std::vector<index_t>{0, 3, 5, 9});  // their look-back slots
   CHECK(t.short_blocks == 2);                          // every group, 4 to a block (the long ones leave)
   CHECK(t.blocks() == 11);
-  // Round by round (the launch puts the short blocks after round 0): tile j of every long group that has
-  // one, most tiles first (as indices into groups).
+  // Round by round (the launch puts the short blocks after every long tile): tile j of every long group
+  // that has one, most tiles first (as indices into groups).
   const std::vector<std::pair<int, int>> expected{{2, 0}, {0, 0}, {1, 0}, {2, 1}, {0, 1},
                                                   {1, 1}, {2, 2}, {0, 2}, {2, 3}};
   REQUIRE(t.order.size() == expected.size());

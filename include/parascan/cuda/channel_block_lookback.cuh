@@ -44,9 +44,9 @@
 // over the long groups), longer groups first within a round, then the blocks of short groups: they fill
 // the multiprocessors that the last round leaves idle (at the end of round 0 they read 79.2-79.4% of copy,
 // at the end 79.4-80.0%: H200, the bench's skewed batch, the packed probe as the bench, five rounds in two
-// calls; first 79.0-79.3%). The host lists only the long groups (plan.hpp's channel_block_tables, from one pass over the
-// sequences); the short blocks take every group in order, 8 to a block, and a warp whose group has a
-// sequence longer than a tile leaves. Listing all 8008 groups of the bench's batch took the host 43 us a
+// calls; first 79.0-79.3%). The host lists only the long groups (plan.hpp's channel_block_tables, from one
+// pass over the sequences); the short blocks take every group in order, 8 to a block, and a warp whose
+// group has a sequence longer than a tile leaves. Listing all 8008 groups of the bench's batch took the host 43 us a
 // call and a 170 KiB pageable copy that made it wait for the stream; now 11 us and 44 KiB (H200, probe,
 // three rounds alternated: a call alone 0.362-0.367 -> 0.323-0.325 ms, 60-61 -> 68% of copy; back to back
 // 0.296-0.300 -> 0.287-0.289 ms, 74 -> 77%; the host 0.257 -> 0.046 ms a call to return).
@@ -77,7 +77,7 @@ constexpr int channel_block_stages = 3;
 /// Measured (H200, 2026-11-30, the bench's skewed batch, timed as the bench; bench/results/
 /// h200-channel-held-rows-2026-11-30.log and h200-skewed-limits-2026-11-30.log): fp32 linear recurrence
 /// 75.4-76.5 -> 79.3-79.6% of copy (8 rows 77.9%, 24 or 32 no better), fp32 logcumsumexp 53.4-53.6 ->
-/// 57.8-58.6%; bf16 pairs 41.3-41.6 -> 38.8-39.0% (a register for each 2-byte element), so they hold none.
+/// 57.5-58.6%; bf16 pairs 41.0-41.6 -> 38.5-39.0% (a register for each 2-byte element), so they hold none.
 template <class Pack>
 PARASCAN_HD constexpr int channel_block_held() {
   return detail::input_bytes_per_step<Pack>() <= 8 && detail::narrowest_input_bytes<Pack>() >= 4 ? 16 : 0;
@@ -101,14 +101,13 @@ inline std::atomic<long long>& channel_block_launches() {
 }
 
 /// Where the blocks of a launch work (plan.hpp's channel_block_tables, on the device).
-/// Blocks [0, long_tiles) take order[b], the last short_blocks blocks K consecutive groups each (block
-/// long_tiles + k: groups k * K .. k * K + K - 1).
+/// Blocks [0, long_tiles) take order[b]; the rest (the tables' short_blocks) K consecutive groups each
+/// (block long_tiles + k: groups k * K .. k * K + K - 1).
 struct channel_block_launch {
   const index_t* first;             // long group i's look-back slots first[i] .. first[i + 1] - 1
   const int* groups;                // long group i's group
   const channel_block_tile* order;  // the long tiles in launch order
   int long_tiles;
-  int short_blocks;
   index_t tile_rows;  // a group with a longer sequence is a long one
 };
 
@@ -244,7 +243,6 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
                                       reinterpret_cast<const int*>(base + tables.groups_offset()),
                                       reinterpret_cast<const channel_block_tile*>(base + tables.order_offset()),
                                       int(tables.order.size()),
-                                      int(tables.short_blocks),
                                       layout::tile_rows};
     kernel<<<unsigned(blocks), K * warp_threads, layout::bytes, stream>>>(a, status_t::in(memory.as<void>(), slots),
                                                                           launch);
