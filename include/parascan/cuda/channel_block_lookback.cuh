@@ -34,7 +34,7 @@
 // tile (globaltimer, one call): reading and folding 7.6 us (median), the look-back 3.5, scanning and
 // writing 2.3; without the look-back (wrong results) the batch reads 82.0 against 78.8%. Tried and not
 // kept: 24 or 32 rows held (78.9-79.5%); prefetching into L2 the tile of the block that will likely take
-// this slot, from the lanes or as bulk prefetches (62-71%: the prefetches compete with the tiles' own
+// this slot, from the lanes or as bulk prefetches (58-71%: the prefetches compete with the tiles' own
 // loads); persistent blocks (one a multiprocessor, two tiles of shared memory, the next tile's rows
 // loading while the block looks back and scans: 21-28%, since a tile's aggregate goes out only when its
 // block reaches it, and look-backs then wait on whole tiles of other blocks); the aggregates loaded by all
