@@ -9,14 +9,6 @@ namespace {
 
 using ptest::index_t;
 
-/// fp64 reference, written independently of the operator: shift by the max, sum, log.
-double ref_logaddexp(double x, double y) {
-  if (std::isnan(x) || std::isnan(y)) return NAN;
-  const double m = std::max(x, y);
-  if (std::isinf(m)) return m;
-  return m + std::log(std::exp(x - m) + std::exp(y - m));
-}
-
 /// Log-values in [-20, 20], one in twenty -inf.
 double random_log(ptest::fast_random& g) { return g.uniform(0, 1) < 0.05 ? -INFINITY : g.uniform(-20, 20); }
 
@@ -53,7 +45,7 @@ void check_logcumsumexp(double out_ulps, double acc_ulps) {
       const double start = f.with_initial ? ptest::to_double(init.host[s]) : -INFINITY;
       const double total = ptest::reference_scan(
           xv.length_of(s), f.exclusive, f.reverse, start,
-          [&](double c, index_t t) { return ref_logaddexp(c, ptest::to_double(xv.at(s, t))); },
+          [&](double c, index_t t) { return ptest::log_add_exp(c, ptest::to_double(xv.at(s, t))); },
           [&](index_t t, double c) { err.add(ptest::to_double(yv.at(s, t)), c); });
       if (f.with_final) err.add(ptest::to_double(fin.host[s]), total);
     }
@@ -126,7 +118,7 @@ TEST_CASE("logsumexp: totals per sequence") {
     ptest::scaled_error_meter err;
     for (index_t s = 0; s < B * D; ++s) {
       double ref = -INFINITY;
-      for (index_t t = 0; t < T; ++t) ref = ref_logaddexp(ref, x.host[s * T + t]);
+      for (index_t t = 0; t < T; ++t) ref = ptest::log_add_exp(ref, x.host[s * T + t]);
       err.add(r.host[s], ref);
     }
     INFO("T=" << T);
@@ -304,7 +296,7 @@ void check_logsumexp_backward(double ulps) {
       const index_t n = xv.length_of(s);
       const double start = f.with_initial ? double(init.host[s]) : -INFINITY;
       double total = start;
-      for (index_t t = 0; t < n; ++t) total = ref_logaddexp(total, ptest::to_double(xv.at(s, t)));
+      for (index_t t = 0; t < n; ++t) total = ptest::log_add_exp(total, ptest::to_double(xv.at(s, t)));
       const auto want = [&](double v) { return total == -INFINITY ? 0.0 : double(gr.host[s]) * std::exp(v - total); };
       // The result is a log-value: its error is absolute, scaled by 1 + |total| as logcumsumexp's (a relative
       // error would blow up where the total lies near 0: 1e-4 for a total of 1e-3, one run in 75).
@@ -400,9 +392,9 @@ TEST_CASE("logcumsumexp_backward: the gradient formula against central differenc
       std::vector<double> y(n);
       double acc = -INFINITY;
       for (int p = 0; p < n; ++p) {
-        if (!exclusive) acc = ref_logaddexp(acc, xs[p]);
+        if (!exclusive) acc = ptest::log_add_exp(acc, xs[p]);
         y[p] = acc;
-        if (exclusive) acc = ref_logaddexp(acc, xs[p]);
+        if (exclusive) acc = ptest::log_add_exp(acc, xs[p]);
       }
       return y;
     };

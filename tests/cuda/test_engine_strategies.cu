@@ -238,6 +238,13 @@ TEST_CASE("skewed packed batches: only the long sequences are split (ragged segm
   }
 }
 
+/// The most rows of any sequence of a packed batch.
+index_t longest_sequence(const std::vector<index_t>& offsets) {
+  index_t longest = 0;
+  for (std::size_t q = 0; q + 1 < offsets.size(); ++q) longest = std::max(longest, offsets[q + 1] - offsets[q]);
+  return longest;
+}
+
 /// The fp32 linear recurrence (storage S: float or bf16) over a packed_td batch, forward or reverse,
 /// inclusive or exclusive, with or without initial / final states, against fp64 step by step; `launches`
 /// counts the runs of the strategy under test, which must rise by `expected` a call. The outputs are
@@ -246,8 +253,7 @@ template <class S>
 int check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
                                    long long expected) {
   const index_t N = index_t(offsets.size()) - 1, total = offsets.back(), n = total * D;
-  index_t longest = 0;
-  for (index_t q = 0; q < N; ++q) longest = std::max(longest, offsets[std::size_t(q) + 1] - offsets[std::size_t(q)]);
+  const index_t longest = longest_sequence(offsets);
   ptest::buffer<S> a{std::size_t(n)}, b{std::size_t(n)}, x{std::size_t(n)};
   ptest::buffer<float> init{std::size_t(N * D)}, fin{std::size_t(N * D)};
   ptest::fill(a, [] { return S(float(ptest::uniform(0.9, 1.0))); });
@@ -303,15 +309,10 @@ int check_packed_linear_recurrence(const std::vector<index_t>& offsets, index_t 
 void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, std::atomic<long long>& launches,
                                long long expected) {
   const index_t N = index_t(offsets.size()) - 1, n = offsets.back() * D;
-  index_t longest = 0;
-  for (index_t q = 0; q < N; ++q) longest = std::max(longest, offsets[std::size_t(q) + 1] - offsets[std::size_t(q)]);
+  const index_t longest = longest_sequence(offsets);
   ptest::buffer<float> in{std::size_t(n)}, out{std::size_t(n)};
   index_t k = 0;
   ptest::fill(in, [&] { return ++k % 97 == 0 ? -INFINITY : float(3 * ptest::normal()); });
-  const auto add = [](double x, double z) {
-    const double m = std::max(x, z);
-    return std::isinf(m) ? m : m + std::log(std::exp(x - m) + std::exp(z - m));
-  };
   for (const bool reverse : {false, true}) {
     INFO("logcumsumexp, packed_td D = " << D << (reverse ? ", reverse" : ""));
     ptest::fill(out, [] { return NAN; });
@@ -329,7 +330,7 @@ void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, s
         double m = -INFINITY;
         for (index_t t = 0; t < len; ++t) {
           const std::size_t i = std::size_t((offsets[std::size_t(q)] + (reverse ? len - 1 - t : t)) * D + c);
-          m = add(m, in.host[i]);
+          m = ptest::log_add_exp(m, in.host[i]);
           err.add(out.host[i], m);
         }
       }
@@ -731,10 +732,6 @@ void check_log_space_stream(index_t T, int tile, int recurrence_tile, int blocks
   ptest::fill(la, [&] { return float(g.uniform(-0.3, 0.31)); });
   ptest::fill(lb, [&] { return g.uniform(0, 1) < 0.05 ? -INFINITY : float(g.uniform(-20, 20)); });
   const auto view = [&](float* p) { return parascan::bdt(p, B, D, T); };
-  const auto add = [](double x, double z) {
-    const double m = std::max(x, z);
-    return std::isinf(m) ? m : m + std::log(std::exp(x - m) + std::exp(z - m));
-  };
   const double tol = 8 * ptest::eps_of<float>() * (1 + std::sqrt(double(T)));
   for (const bool recurrence : {false, true}) {
     INFO(std::string(recurrence ? "log_linear_recurrence" : "logcumsumexp") << " over (2, " << D << ", " << T
@@ -755,7 +752,7 @@ void check_log_space_stream(index_t T, int tile, int recurrence_tile, int blocks
       double c = -INFINITY;
       for (index_t t = 0; t < T; ++t) {
         const std::size_t i = std::size_t(s * T + t);
-        c = add(recurrence ? la.host[i] + c : c, lb.host[i]);
+        c = ptest::log_add_exp(recurrence ? la.host[i] + c : c, lb.host[i]);
         err.add(y.host[i], c);
       }
     }

@@ -16,6 +16,15 @@ struct is_complex : std::false_type {};
 template <class T>
 struct is_complex<T, std::void_t<decltype(std::declval<const T&>().imag())>> : std::true_type {};
 
+/// log(exp(x) + exp(y)) in fp64, written independently of the library's operators (the references of the
+/// log-space tests): shift by the max, sum, log; -inf and +inf pass through, NaN stays NaN.
+inline double log_add_exp(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return NAN;
+  const double m = std::max(x, y);
+  if (std::isinf(m)) return m;
+  return m + std::log(std::exp(x - m) + std::exp(y - m));
+}
+
 /// Machine epsilon (spacing of numbers near 1) of a storage type; a complex type's is its parts'.
 template <class T>
 double eps_of() {
