@@ -150,6 +150,19 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   index_t segment = 0;
   if (plan.groups < plan.resident) {
     segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
+    // Channel groups split ragged too, for the skewed batch's block tiles (runs_channel_block_tiles), where
+    // - their lengths are uneven (fewer than half the count x longest steps real): each group then takes
+    //   only the segments its longest sequence needs. Split evenly, the whole groups of 8 warps took them
+    //   (runs_channel_slices), each long group's block alone: H200, fp32 recurrence, D = 64, 4 of 2^18 rows
+    //   among 40 of 1..64 8.1 -> 80.1% of copy, one of 2^20 among 40 2.0 -> 74.5%;
+    // - or they are fewer than half the multiprocessors (whole groups of 8 warps would leave the device
+    //   short of four warps a multiprocessor), where the one-warp tiles (runs_channel_tiles) read less:
+    //   H200, (B, T, D) bf16 / fp32 recurrence / fp32 logcumsumexp, % of copy: (4, 2^18, 64) 48 / 61 / 44 ->
+    //   63 / 82 / 61, (1, 65536, 1536) 62 / 74 / 42 -> 71 / 90 / 64, (8, 2^17, 256) 60 / 73 / 43 -> 70 / 89
+    //   / 66, (1, 2^20, 64) 26 / 23 / 20 -> 62 / 76 / 65.
+    // (bench/results/h200-uneven-channel-plans-2026-12-01.log.)
+    if (channel && (2 * shape.total() < shape.count * len || 2 * plan.groups < index_t(multiprocessors)))
+      plan.ragged = true;
   } else {
     const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
     const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
@@ -235,8 +248,9 @@ constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shap
 
 /// Whether a prefix scan planned for channel groups runs channel_block_lookback.cuh's single pass (block
 /// tiles of several warps with a look-back) rather than reduce-then-scan over ragged segments: where the
-/// plan is a skewed batch's ragged split (a few long sequences among many short ones; H200, 4 of 2^18 rows
-/// among 4000 of 1..64, D = 64: see that file).
+/// plan is a ragged split, a skewed batch's (a few long sequences among many short ones; H200, 4 of 2^18
+/// rows among 4000 of 1..64, D = 64: see that file) or one of too few groups, or of uneven lengths, to fill
+/// the device (plan_scan).
 constexpr bool runs_channel_block_tiles(const scan_plan& plan) {
   return plan.group == group_kind::channel && plan.splits > 1 && plan.ragged;
 }

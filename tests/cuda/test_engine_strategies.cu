@@ -360,6 +360,13 @@ TEST_CASE("skewed packed batches: prefix scans in one pass, block tiles with a l
     check_packed_linear_recurrence<ptest::bf16>(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
     check_packed_logcumsumexp(offsets, D, parascan::engine::channel_block_launches(), block_tiles);
   }
+  // Few groups of uneven lengths (the same long sequences among 40 short ones: 86 groups at D = 64, fewer
+  // than the device runs at once) split ragged as well (plan.hpp), for the same tiles.
+  std::vector<index_t> few{0};
+  for (index_t i = 0; i < 43; ++i)
+    few.push_back(few.back() + (i == 7 ? 39936 : i == 21 ? 30719 : i == 42 ? 24577 : index_t(ptest::uniform(1, 64))));
+  check_packed_linear_recurrence<float>(few, 64, parascan::engine::channel_block_launches(), block_tiles);
+  check_packed_logcumsumexp(few, 40, parascan::engine::channel_block_launches(), block_tiles);
   static_assert(parascan::engine::channel_block_held<parascan::input_pack<float, float>>() == 16);
   static_assert(parascan::engine::channel_block_held<parascan::input_pack<float>>() == 16);
   static_assert(parascan::engine::channel_block_held<parascan::input_pack<ptest::bf16, ptest::bf16>>() == 0);

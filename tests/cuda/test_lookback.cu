@@ -1,14 +1,17 @@
 // GPU tests of the single-pass look-backs, which run prefix scans of few long sequences. Block tiles
 // (cuda/lookback.cuh): 5 to 1000 tiles a sequence, states of 4, 8 and 16 bytes, a non-commutative
 // operator (2 x 2 matrix products, so that any order error shows), every option, unaligned and reversed
-// views, packed sequences of unequal lengths (one empty), 2-byte inputs. One-warp channel tiles
-// (cuda/channel_lookback.cuh): (B, T, D) and packed (total, D) batches of fewer groups of 32 sequences
-// than the device runs, partial groups, lanes of different lengths, unaligned rows. All against an fp64
+// views, packed sequences of unequal lengths (one empty), 2-byte inputs. Channel groups of 32 sequences
+// ((B, T, D) and packed (total, D) batches) fewer than the device runs: block tiles with a look-back
+// (cuda/channel_block_lookback.cuh) for the few (2 to 6 groups) and one-warp tiles
+// (cuda/channel_lookback.cuh) for 128 groups of 250 steps; partial groups, lanes of different lengths,
+// unaligned rows. All against an fp64
 // sequential reference, and bit-identical results from run to run (each look-back folds in a fixed order
 // whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
 // long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
 // takes tiles of 32 steps, about 32768 a sequence, so look-backs walk far), which dispatch sends to the
-// look-back (plan.hpp's runs_single_pass and runs_channel_tiles; PARASCAN_LOG=1 shows it). The look-ahead
+// look-back (plan.hpp's runs_single_pass, runs_channel_block_tiles and runs_channel_tiles; PARASCAN_LOG=1
+// shows it). The look-ahead
 // (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; the default for fp32 cumsum and the fp32 recurrence,
 // else through a policy) is tested the same ways under policies of small tiles, at 4096-step tiles from
 // the default threshold (one sequence of 2^26 steps), and by default (one sequence of 2^27 steps, 16 of
@@ -370,7 +373,9 @@ TEST_CASE("look-ahead: bf16 gates and tokens (2-byte inputs, fp32 state), both d
 }
 
 // Channel groups (lanes across adjacent sequences: (B, T, D), packed (total, D)) split in time for lack
-// of groups run channel_lookback.cuh's one-warp tiles (64 steps for fp32 pairs, 32 for 2x2 matrices).
+// of groups: fewer than half the multiprocessors run channel_block_lookback.cuh's block tiles (512 steps
+// for fp32 pairs, 256 for 2x2 matrices), more of fewer than four whole-group tiles channel_lookback.cuh's
+// one-warp tiles (64 steps for fp32 pairs, 32 for 2x2 matrices).
 
 TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial groups of lanes") {
   for (const index_t D : {40, 64})
@@ -381,6 +386,16 @@ TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial grou
                            [&](index_t) { return T; }, [&](index_t s, index_t t) { return std::size_t(t * D + s); },
                            f) <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
       }
+}
+
+TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4096) 2x2 matrices (128 groups), every option") {
+  const index_t T = 250, D = 4096;
+  for (const auto& f : option_sets()) {
+    INFO("(1, " << T << ", " << D << "), " << ptest::describe(f));
+    CHECK(scan_mat2_at([&](mat2* p) { return parascan::btd(p, 1, T, D); }, std::size_t(T * D), D,
+                       [&](index_t) { return T; }, [&](index_t s, index_t t) { return std::size_t(t * D + s); },
+                       f) <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+  }
 }
 
 TEST_CASE("channel look-back: packed (total, 33), lanes of one warp in sequences of different lengths, one empty") {

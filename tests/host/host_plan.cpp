@@ -169,43 +169,66 @@ TEST_CASE("plan: single passes with many tiles a multiprocessor take the look-ah
   CHECK(!parascan::runs_look_ahead(ragged, 8, one, tile, h200_sms));
 }
 
-TEST_CASE("plan: channel groups split for lack of groups run the one-warp look-back tiles") {
+TEST_CASE("plan: channel groups split for lack of groups: block tiles when few or uneven, else one-warp tiles") {
   const index_t tile = 64;  // 4 stages of 16 fp32-pair rows
+  // Fewer groups than half the multiprocessors split ragged, for channel_block_lookback.cuh's block tiles:
+  // (1, 65536, 1536) is 48 groups on 132 multiprocessors.
   const batch_shape few{1536, 65536, true}, many{8 * 1536, 4096, true};
   const auto split = plan_scan(pair_warp, group_kind::channel, few, h200_sms, 8);
-  REQUIRE(split.splits > 1);  // 48 groups on 132 multiprocessors
-  CHECK(parascan::runs_channel_tiles(split, few, tile));
+  REQUIRE(split.splits > 1);
+  CHECK(split.ragged);
+  CHECK(!parascan::runs_channel_tiles(split, few, tile));
+  CHECK(parascan::runs_channel_block_tiles(split));
+  // From half the multiprocessors to the resident groups, of similar lengths, shorter than four tiles of
+  // the whole groups of 8 warps (runs_channel_slices): the one-warp tiles, split evenly. (1, 300, 4096)
+  // is 128 groups.
+  const batch_shape mid{4096, 300, true};
+  const auto even = plan_scan(pair_warp, group_kind::channel, mid, h200_sms, 8);
+  REQUIRE(even.splits > 1);
+  CHECK(!even.ragged);
+  CHECK(parascan::runs_channel_tiles(even, mid, tile));
+  CHECK(!parascan::runs_channel_block_tiles(even));
+  CHECK(!parascan::runs_channel_slices(even, mid, 2 * tile, h200_sms, 8));
   const auto whole = plan_scan(pair_warp, group_kind::channel, many, h200_sms, 8);
   CHECK(!parascan::runs_channel_tiles(whole, many, tile));  // 384 groups fill the device: pipelined walks
-  auto warp = split;
+  CHECK(!parascan::runs_channel_block_tiles(whole));
+  auto warp = even;
   warp.group = group_kind::warp;
-  CHECK(!parascan::runs_channel_tiles(warp, few, tile));  // contiguous time: lookback.cuh's block tiles
+  CHECK(!parascan::runs_channel_tiles(warp, mid, tile));  // contiguous time: lookback.cuh's block tiles
   // A skewed packed batch splits ragged: not these tiles (every group would get the longest one's), but
-  // channel_block_lookback.cuh's block tiles, each group as many as it needs.
+  // the block tiles, each group as many as it needs.
   const batch_shape skewed{8000 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 8000 * 32) * 64};
   const auto ragged = plan_scan(pair_warp, group_kind::channel, skewed, h200_sms, 8);
   REQUIRE(ragged.splits > 1);
   CHECK(ragged.ragged);
   CHECK(!parascan::runs_channel_tiles(ragged, skewed, tile));
   CHECK(parascan::runs_channel_block_tiles(ragged));
-  CHECK(!parascan::runs_channel_block_tiles(split));  // evenly split: the one-warp tiles above
-  CHECK(!parascan::runs_channel_block_tiles(whole));
   auto ragged_warp = ragged;
   ragged_warp.group = group_kind::warp;
   CHECK(!parascan::runs_channel_block_tiles(ragged_warp));  // packed_dt: reduce-then-scan over ragged segments
-  // Uneven lengths (every group gets the longest one's tiles) and sequences of one tile do not either.
-  const batch_shape uneven{64, 100000, true, 100000 + 63 * 100};
-  CHECK(!parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, uneven, h200_sms, 8), uneven, tile));
-  const batch_shape similar{64, 100000, true, 64 * 90000};
-  CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, similar, h200_sms, 8), similar, tile));
-  // The shapes of test_lookback's channel cases take the tiles (2x2 matrices: 32-step tiles; fp32 pairs: 64).
+  // Uneven lengths (every group would get the longest one's tiles) split ragged with any number of groups:
+  // 4 of 2^18 rows among 40 of 1..64 (D = 64: 88 groups, enough for the whole groups of 8 warps) as the
+  // 8008 groups above; so do 128 groups of uneven lengths shorter than four of their tiles.
+  const batch_shape few_long{44 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 40 * 32) * 64};
+  const auto few_long_plan = plan_scan(pair_warp, group_kind::channel, few_long, h200_sms, 8);
+  REQUIRE(few_long_plan.groups < few_long_plan.resident);
+  REQUIRE(2 * few_long_plan.groups >= h200_sms);
+  CHECK(parascan::runs_channel_block_tiles(few_long_plan));
+  CHECK(!parascan::runs_channel_slices(few_long_plan, few_long, 2 * tile, h200_sms, 8));
+  const batch_shape mid_uneven{4096, 300, true, 4096 * 100};
+  CHECK(parascan::runs_channel_block_tiles(plan_scan(pair_warp, group_kind::channel, mid_uneven, h200_sms, 8)));
+  // Warp groups (contiguous time) of uneven lengths keep the even split (lookback.cuh's tiles).
+  CHECK(!plan_scan(pair_warp, group_kind::warp, few_long, h200_sms, 8).ragged);
+  // The shapes of test_lookback's channel cases (2 to 6 groups) take the block tiles, the one-warp tiles'
+  // case (128 groups of 2x2 matrices, 32-step tiles) those.
   const policy_values mat2_warp{128, 4, 4, combine_variant::warp, 16};
   for (const batch_shape& shape : {batch_shape{40, 20011, true}, batch_shape{64, 100003, true},
-                                   batch_shape{99, 100003, true, 33 * (100003 + 70001)}})
-    CHECK(parascan::runs_channel_tiles(plan_scan(mat2_warp, group_kind::channel, shape, h200_sms, 8), shape, 32));
-  const batch_shape recurrence{2 * 96, 200003, true};
-  CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, recurrence, h200_sms, 8), recurrence,
-                                     tile));
+                                   batch_shape{99, 100003, true, 33 * (100003 + 70001)}, batch_shape{2 * 96, 200003, true}})
+    CHECK(parascan::runs_channel_block_tiles(plan_scan(mat2_warp, group_kind::channel, shape, h200_sms, 8)));
+  const batch_shape mat2_mid{4096, 250, true};  // under four tiles of 8 warps x 8 rows of matrices
+  const auto mat2_even = plan_scan(mat2_warp, group_kind::channel, mat2_mid, h200_sms, 8);
+  CHECK(parascan::runs_channel_tiles(mat2_even, mat2_mid, 32));
+  CHECK(!parascan::runs_channel_slices(mat2_even, mat2_mid, 64, h200_sms, 8));
 }
 
 TEST_CASE("plan: a skewed batch's single pass, its tile list (long groups' tiles round by round, others a warp)") {
@@ -288,11 +311,11 @@ TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run
   CHECK(!slices(batch_shape{256 * 64, 4096, true, index_t(1) << 26}));
   CHECK(!slices(batch_shape{8 * 1536, 4096, true}));
   // Too few groups: (2, 65536, 1536) (96 groups x 8 warps on 132 multiprocessors) takes the blocks,
-  // (1, 65536, 1536) (48 groups) the one-warp look-back tiles.
+  // (1, 65536, 1536) (48 groups) the block tiles with a look-back.
   CHECK(slices(batch_shape{2 * 1536, 65536, true}));
   const batch_shape one{1536, 65536, true};
   CHECK(!slices(one));
-  CHECK(parascan::runs_channel_tiles(plan_scan(pair_warp, group_kind::channel, one, h200_sms, 8), one, 64));
+  CHECK(parascan::runs_channel_block_tiles(plan_scan(pair_warp, group_kind::channel, one, h200_sms, 8)));
   // A skewed batch splits ragged (block tiles with a look-back); sequences of fewer than four tiles stay
   // one warp's.
   CHECK(!slices(batch_shape{8000 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 8000 * 32) * 64}));

@@ -1,5 +1,8 @@
-// Skewed channel batches in one pass: a packed (total, D) batch whose few long sequences hold most of its
-// rows among many short ones (plan.hpp's ragged plan). Reduce-then-scan over ragged segments read the
+// Channel batches split ragged, in one pass (plan.hpp's ragged plan): a skewed packed (total, D) batch
+// whose few long sequences hold most of its rows among many short ones, a batch of uneven lengths whose
+// groups do not fill the device, and one of fewer groups than half the multiprocessors (since 2026-12-01:
+// (1, 65536, 1536) btd fp32 74 -> 90% of copy, 4 of 2^18 rows among 40 short 8 -> 80%; plan_scan has the
+// figures). The first is what this file was written for. Reduce-then-scan over ragged segments read the
 // inputs twice in three passes (fold, carry, rescan); one-warp tiles with a look-back (channel_lookback.cuh)
 // measured no faster (36-41% of copy, their look-backs 63 tiles deep). Here a tile is a block of K warps
 // over K x STAGES stages of rows of one group (32 sequences, lane = sequence): each warp stages and folds
@@ -38,7 +41,15 @@
 // loads); persistent blocks (one a multiprocessor, two tiles of shared memory, the next tile's rows
 // loading while the block looks back and scans: 21-28%, since a tile's aggregate goes out only when its
 // block reaches it, and look-backs then wait on whole tiles of other blocks); the aggregates loaded by all
-// eight warps into shared memory and folded by warp 0 (77.6-78.4 against 79.3-79.8%: two more barriers).
+// eight warps into shared memory and folded by warp 0 (77.6-78.4 against 79.3-79.8%: two more barriers);
+// persistent blocks as a warp-specialized pipeline (2026-12-01, bench/results/
+// h200-skewed-pipeline-2026-12-01.log): one block a multiprocessor, each scanning warp holding three tiles
+// (loading, folding, scanning), a look-back warp finding tile k's carry while the scanning warps fold
+// tile k + 1, a planner warp claiming tiles from a counter and reading their groups and lengths ahead, a
+// publisher warp sending the aggregates out: 79.2-79.5% for these tiles against 60.1-60.6% (8 scanning
+// warps x 2 stages) and 63.9-65.3% (16 x 1); without the look-back (wrong results) 70.3-71.8%. Each
+// iteration meets at two barriers, and a block of 8 or 16 scanning warps moves less than two blocks of
+// these tiles with their loads in flight.
 //
 // Launch order: round by round, tile j of every long group before any tile j + 1 (the resident tiles spread
 // over the long groups), longer groups first within a round, then the blocks of short groups: they fill
