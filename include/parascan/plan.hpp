@@ -130,7 +130,8 @@ constexpr index_t product_tile = 8;
 /// steps, i.e. all of them over the resident groups) is split too, ragged: each group into segments of a
 /// quarter of that share (at least four tiles), as many as its longest sequence needs, so the long
 /// sequences spread over four times the resident groups (one warp per long segment moves too few bytes to
-/// make up for the short ones).
+/// make up for the short ones). Channel groups too few to fill the device split ragged too where their
+/// lengths are uneven or they are fewer than half the multiprocessors (see below).
 inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch_shape& shape, int multiprocessors,
                            int blocks_per_multiprocessor) {
   const auto ceil_div = [](index_t a, index_t b) { return (a + b - 1) / b; };
@@ -148,6 +149,13 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   const index_t len = shape.max_length;
   if (len <= 4 * plan.tile) return plan;
   index_t segment = 0;
+  // Ragged segments: a quarter of the balanced share of the steps over the resident groups, at least four
+  // tiles (the long sequences then spread over four times the resident groups).
+  const auto ragged_segment = [&] {
+    const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
+    const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
+    return ceil_div(std::max(share / 4, 4 * plan.tile), plan.tile) * plan.tile;
+  };
   if (plan.groups < plan.resident) {
     segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
     // Channel groups split ragged too, for the skewed batch's block tiles (runs_channel_block_tiles), where
@@ -161,13 +169,17 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
     //   63 / 82 / 61, (1, 65536, 1536) 62 / 74 / 42 -> 71 / 90 / 64, (8, 2^17, 256) 60 / 73 / 43 -> 70 / 89
     //   / 66, (1, 2^20, 64) 26 / 23 / 20 -> 62 / 76 / 65.
     // (bench/results/h200-uneven-channel-plans-2026-12-01.log.)
-    if (channel && (2 * shape.total() < shape.count * len || 2 * plan.groups < index_t(multiprocessors)))
+    // Their segments (reduce-then-scan: reductions, and prefix scans the block tiles decline) are the
+    // ragged ones, so that the long sequences spread over the device rather than a few warps each.
+    if (channel && (2 * shape.total() < shape.count * len || 2 * plan.groups < index_t(multiprocessors))) {
       plan.ragged = true;
+      segment = ragged_segment();
+    }
   } else {
     const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
     const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
     if (len <= 4 * share) return plan;
-    segment = ceil_div(std::max(share / 4, 4 * plan.tile), plan.tile) * plan.tile;
+    segment = ragged_segment();
     plan.ragged = true;
   }
   const index_t splits = ceil_div(len, segment);
@@ -239,7 +251,7 @@ constexpr bool runs_look_ahead(const scan_plan& plan, int state_bytes, const bat
 
 /// Whether a prefix scan planned for channel groups runs channel_lookback.cuh's single pass over tiles of
 /// `tile` steps rather than reduce-then-scan: where the plan splits its sequences for lack of groups (not a
-/// skewed batch's ragged split) into more than one tile, and their lengths are similar (at least half the
+/// ragged split: those run the block tiles) into more than one tile, and their lengths are similar (at least half the
 /// batch's count x longest steps are real: every group gets the longest sequence's tiles).
 constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shape, index_t tile) {
   return plan.group == group_kind::channel && plan.splits > 1 && !plan.ragged && shape.max_length > tile &&
@@ -335,7 +347,7 @@ struct channel_block_tables {
 /// time): where its longest sequence spans at least four tiles and either
 /// - the plan keeps sequences whole and their lengths differ (the longest at least 3/2 of the mean, e.g.
 ///   lengths drawn from 1..8192: a batch of one-warp groups then ends on its longest groups, walked alone);
-/// - or the plan splits them for lack of groups (not a skewed batch's ragged split) but the groups' warps
+/// - or the plan splits them for lack of groups (not a ragged split) but the groups' warps
 ///   are at least four a multiprocessor (H200, fp32 recurrence: 128 groups of 8192 rows 85% of copy against
 ///   65% for one-warp tiles with a look-back, (2, 65536, 1536) btd 84 against 71%; 64 groups 56 against 57%,
 ///   (1, 65536, 1536) 48 against 68%).

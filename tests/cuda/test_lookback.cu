@@ -374,8 +374,9 @@ TEST_CASE("look-ahead: bf16 gates and tokens (2-byte inputs, fp32 state), both d
 
 // Channel groups (lanes across adjacent sequences: (B, T, D), packed (total, D)) split in time for lack
 // of groups: fewer than half the multiprocessors run channel_block_lookback.cuh's block tiles (512 steps
-// for fp32 pairs, 256 for 2x2 matrices), more of fewer than four whole-group tiles channel_lookback.cuh's
-// one-warp tiles (64 steps for fp32 pairs, 32 for 2x2 matrices).
+// for fp32 pairs, 192 for 2x2 matrices); more, of similar lengths and shorter than four tiles of
+// channel_slices.cuh's blocks, channel_lookback.cuh's one-warp tiles (64 steps for fp32 pairs, 32 for 2x2
+// matrices).
 
 TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial groups of lanes") {
   for (const index_t D : {40, 64})
@@ -388,8 +389,19 @@ TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial grou
       }
 }
 
-TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4096) 2x2 matrices (128 groups), every option") {
-  const index_t T = 250, D = 4096;
+TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4091) 2x2 matrices (128 groups, the last partial)") {
+  const index_t T = 250, D = 4091;
+  // The plan on this device: split evenly for lack of groups, under four tiles of the whole groups of 8
+  // warps (a device of 64 multiprocessors or fewer would not split 128 groups).
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const parascan::policy_values mat2_values{128, 4, 4, parascan::combine_variant::warp, 16};
+  const parascan::batch_shape shape{D, T, true};
+  const auto plan = parascan::plan_scan(mat2_values, parascan::group_kind::channel, shape, sms, 1);
+  if (sms > 64) {
+    REQUIRE(parascan::runs_channel_tiles(plan, shape, 32));
+    REQUIRE(!parascan::runs_channel_slices(plan, shape, 64, sms, 8));
+  }
   for (const auto& f : option_sets()) {
     INFO("(1, " << T << ", " << D << "), " << ptest::describe(f));
     CHECK(scan_mat2_at([&](mat2* p) { return parascan::btd(p, 1, T, D); }, std::size_t(T * D), D,

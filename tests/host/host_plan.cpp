@@ -65,7 +65,9 @@ TEST_CASE("plan: geometry, tile and resident groups of each group kind") {
   CHECK(channel.splits == 1);          // 384 groups: no split (which would read the inputs twice)
   const auto few = plan_scan(pair_warp, group_kind::channel, batch_shape{64, index_t(1) << 20, true}, h200_sms, 8);
   CHECK(few.groups == 2);
-  CHECK(few.splits == 132);
+  CHECK(few.ragged);  // fewer groups than half the multiprocessors: ragged segments, a quarter of the
+  CHECK(few.segment == 2000);  // balanced share (2^21 group steps / 264 = 7944), in 16-step tiles
+  CHECK(few.splits == 525);
 
   const auto thread = plan_scan(matrix_seq, group_kind::thread, batch_shape{10, 100, false}, h200_sms, 2);
   CHECK(thread.tile == 64);
@@ -208,13 +210,16 @@ TEST_CASE("plan: channel groups split for lack of groups: block tiles when few o
   CHECK(!parascan::runs_channel_block_tiles(ragged_warp));  // packed_dt: reduce-then-scan over ragged segments
   // Uneven lengths (every group would get the longest one's tiles) split ragged with any number of groups:
   // 4 of 2^18 rows among 40 of 1..64 (D = 64: 88 groups, enough for the whole groups of 8 warps) as the
-  // 8008 groups above; so do 128 groups of uneven lengths shorter than four of their tiles.
+  // skewed batch above; so do 128 groups of uneven lengths shorter than four of their tiles. Their
+  // segments (reductions' reduce-then-scan) are the ragged ones: a quarter of the balanced share.
   const batch_shape few_long{44 * 64, index_t(1) << 18, true, ((index_t(1) << 20) + 40 * 32) * 64};
   const auto few_long_plan = plan_scan(pair_warp, group_kind::channel, few_long, h200_sms, 8);
   REQUIRE(few_long_plan.groups < few_long_plan.resident);
   REQUIRE(2 * few_long_plan.groups >= h200_sms);
   CHECK(parascan::runs_channel_block_tiles(few_long_plan));
   CHECK(!parascan::runs_channel_slices(few_long_plan, few_long, 2 * tile, h200_sms, 8));
+  CHECK(few_long_plan.segment == 2000);  // 2099712 group steps / 264 = 7954; a quarter, in 16-step tiles
+  CHECK(few_long_plan.splits == 132);
   const batch_shape mid_uneven{4096, 300, true, 4096 * 100};
   CHECK(parascan::runs_channel_block_tiles(plan_scan(pair_warp, group_kind::channel, mid_uneven, h200_sms, 8)));
   // Warp groups (contiguous time) of uneven lengths keep the even split (lookback.cuh's tiles).

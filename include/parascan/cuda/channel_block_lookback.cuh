@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
                                                         p0, p1, loop_end, a.reverse, a.exclusive, carry_of);
 }
 
-/// The prefix scan of a skewed channel batch (dispatch asks plan.hpp's runs_channel_block_tiles first) in
+/// The prefix scan of a channel batch split ragged (dispatch asks plan.hpp's runs_channel_block_tiles first) in
 /// one pass. `lengths`: the batch's view with host offsets, whose groups of 32 longer than a tile the host
 /// lists (layout.hpp's groups_longer_than). False (nothing run) where the stages do not fit the device's
 /// shared memory or there would be 2^31 tiles or more.
@@ -244,7 +244,7 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
     allow_dynamic_shared(allowed, kernel, int(layout::bytes));
     if (log_plans())
       std::fprintf(stderr,
-                   "parascan: skewed channel batch in one pass: %lld blocks of %d warps (%lld groups longer than "
+                   "parascan: channel block tiles in one pass (ragged split): %lld blocks of %d warps (%lld groups longer than "
                    "a tile of %lld steps, %lld tiles; %lld blocks of whole groups, a warp each)\n",
                    static_cast<long long>(blocks), K, static_cast<long long>(tables.groups.size()),
                    static_cast<long long>(layout::tile_rows), static_cast<long long>(slots),

@@ -9,12 +9,14 @@
 //    into segments over several groups, reduce-then-scan (fold every segment, scan the segment totals
 //    per sequence, rescan each segment from its carry);
 //  - strided time with adjacent sequences ((B, T, D)): a warp's lanes across 32 sequences, each lane
-//    sequentially in time, inputs staged row by row (channel.cuh); too few such groups for the device:
-//    one-warp tiles with a look-back, lane by lane (channel_lookback.cuh), for prefix scans; lengths that
-//    differ (a batch ending on its longest groups), or groups enough for several warps each but not two a
-//    multiprocessor: blocks of several warps a group, longest first, each warp a slice of every tile
-//    (channel_slices.cuh); a skewed batch (packed, a few long sequences among many short ones): block tiles
-//    of several warps with a look-back, in one pass (channel_block_lookback.cuh), for prefix scans;
+//    sequentially in time, inputs staged row by row (channel.cuh); lengths that differ (a batch ending on
+//    its longest groups), or groups enough for several warps each but not two a multiprocessor: blocks of
+//    several warps a group, longest first, each warp a slice of every tile (channel_slices.cuh); a skewed
+//    batch (packed, a few long sequences among many short ones), too few groups of uneven lengths to fill
+//    the device, or fewer groups than half the multiprocessors: block tiles of several warps with a
+//    look-back, in one pass (channel_block_lookback.cuh), for prefix scans; other batches of too few
+//    groups (of similar lengths, shorter than four tiles of the blocks above): one-warp tiles with a
+//    look-back, lane by lane (channel_lookback.cuh), for prefix scans;
 //  - large states (matrices): one thread per segment, sequentially in time (no cross-thread combining,
 //    which for a K x K state costs K^3 per combine and shared memory the size of the state per thread);
 //  - matrix products too large for a thread (operators with a matrix_form): a warp per segment,
@@ -523,9 +525,15 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
     if (runs_channel_tiles(plan, shape, channel_tile_steps<Op, Pack>()) && single_pass_enabled() &&
         run_channel_lookback(a, shape, alloc, stream))
       return;
-    if (runs_channel_block_tiles(plan) && single_pass_enabled() &&
-        run_channel_block_lookback(a, plan.groups, lengths, alloc, stream))
-      return;
+    if (runs_channel_block_tiles(plan) && single_pass_enabled()) {
+      if (run_channel_block_lookback(a, plan.groups, lengths, alloc, stream)) return;
+      // Declined (the device's shared memory): groups of similar lengths split for lack of groups keep
+      // the one-warp tiles, which ran them before they split ragged.
+      scan_plan even = plan;
+      even.ragged = false;
+      if (runs_channel_tiles(even, shape, channel_tile_steps<Op, Pack>()) && run_channel_lookback(a, shape, alloc, stream))
+        return;
+    }
   }
   a.splits = plan.splits;
   a.segment = plan.segment;
