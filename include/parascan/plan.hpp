@@ -251,8 +251,8 @@ constexpr bool runs_look_ahead(const scan_plan& plan, int state_bytes, const bat
 
 /// Whether a prefix scan planned for channel groups runs channel_lookback.cuh's single pass over tiles of
 /// `tile` steps rather than reduce-then-scan: where the plan splits its sequences for lack of groups (not a
-/// ragged split: those run the block tiles) into more than one tile, and their lengths are similar (at least half the
-/// batch's count x longest steps are real: every group gets the longest sequence's tiles).
+/// ragged split: those run the block tiles) into more than one tile, and their lengths are similar (at
+/// least half the batch's count x longest steps are real: every group gets the longest sequence's tiles).
 constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shape, index_t tile) {
   return plan.group == group_kind::channel && plan.splits > 1 && !plan.ragged && shape.max_length > tile &&
          2 * shape.total() >= shape.count * shape.max_length;

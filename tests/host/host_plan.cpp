@@ -228,9 +228,10 @@ TEST_CASE("plan: channel groups split for lack of groups: block tiles when few o
   // case (128 groups of 2x2 matrices, 32-step tiles) those.
   const policy_values mat2_warp{128, 4, 4, combine_variant::warp, 16};
   for (const batch_shape& shape : {batch_shape{40, 20011, true}, batch_shape{64, 100003, true},
-                                   batch_shape{99, 100003, true, 33 * (100003 + 70001)}, batch_shape{2 * 96, 200003, true}})
+                                   batch_shape{99, 100003, true, 33 * (100003 + 70001)},
+                                   batch_shape{2 * 96, 200003, true}})
     CHECK(parascan::runs_channel_block_tiles(plan_scan(mat2_warp, group_kind::channel, shape, h200_sms, 8)));
-  const batch_shape mat2_mid{4096, 250, true};  // under four tiles of 8 warps x 8 rows of matrices
+  const batch_shape mat2_mid{4091, 250, true};  // under four tiles of 8 warps x 8 rows of matrices
   const auto mat2_even = plan_scan(mat2_warp, group_kind::channel, mat2_mid, h200_sms, 8);
   CHECK(parascan::runs_channel_tiles(mat2_even, mat2_mid, 32));
   CHECK(!parascan::runs_channel_slices(mat2_even, mat2_mid, 64, h200_sms, 8));

@@ -244,8 +244,8 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
     allow_dynamic_shared(allowed, kernel, int(layout::bytes));
     if (log_plans())
       std::fprintf(stderr,
-                   "parascan: channel block tiles in one pass (ragged split): %lld blocks of %d warps (%lld groups longer than "
-                   "a tile of %lld steps, %lld tiles; %lld blocks of whole groups, a warp each)\n",
+                   "parascan: channel block tiles in one pass (ragged split): %lld blocks of %d warps (%lld "
+                   "groups longer than a tile of %lld steps, %lld tiles; %lld blocks of whole groups, a warp each)\n",
                    static_cast<long long>(blocks), K, static_cast<long long>(tables.groups.size()),
                    static_cast<long long>(layout::tile_rows), static_cast<long long>(slots),
                    static_cast<long long>(tables.short_blocks));

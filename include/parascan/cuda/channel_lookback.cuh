@@ -1,8 +1,8 @@
 // Single pass for channel groups ((B, T, D) and packed (total, D) batches, lane = sequence) when there are
 // too few groups of 32 sequences to fill the device and their sequences are split in time (since
-// 2026-12-01 only from half the multiprocessors' worth of groups on, of similar lengths, shorter than four
-// tiles of the whole groups of 8 warps: fewer groups run channel_block_lookback.cuh's block tiles, which
-// read (1, 65536, 1536) btd at 90% of copy against these tiles' 74%, plan.hpp): every tile of
+// 2026-12-01 only at one group or more for every two multiprocessors, of similar lengths, shorter than
+// four tiles of the whole groups of 8 warps: fewer groups run channel_block_lookback.cuh's block tiles,
+// which read (1, 65536, 1536) btd at 90% of copy against these tiles' 74%, plan.hpp): every tile of
 // a group (channel_tile_stages stages of rows, 16 KiB of inputs) is a one-warp block. The warp stages its
 // whole tile into shared memory at once, each lane folds its sequence's rows into the tile's aggregate,
 // the warp publishes the 32 aggregates, looks back over its group's earlier tiles for the state before

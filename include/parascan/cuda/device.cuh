@@ -531,7 +531,8 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
       // the one-warp tiles, which ran them before they split ragged.
       scan_plan even = plan;
       even.ragged = false;
-      if (runs_channel_tiles(even, shape, channel_tile_steps<Op, Pack>()) && run_channel_lookback(a, shape, alloc, stream))
+      if (runs_channel_tiles(even, shape, channel_tile_steps<Op, Pack>()) &&
+          run_channel_lookback(a, shape, alloc, stream))
         return;
     }
   }
