@@ -26,6 +26,9 @@ struct batch_shape {
   index_t total_length = -1;        // steps of all sequences together (-1: count * max_length, uniform)
 
   index_t total() const { return total_length >= 0 ? total_length : count * max_length; }
+  /// Whether at least half the count x longest steps are real (splitting every sequence as the longest
+  /// one pads at most as many as there are).
+  bool similar_lengths() const { return 2 * total() >= count * max_length; }
 };
 
 /// Which threads scan one sequence (or segment) together:
@@ -149,13 +152,11 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   const index_t len = shape.max_length;
   if (len <= 4 * plan.tile) return plan;
   index_t segment = 0;
-  // Ragged segments: a quarter of the balanced share of the steps over the resident groups, at least four
-  // tiles (the long sequences then spread over four times the resident groups).
-  const auto ragged_segment = [&] {
-    const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
-    const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
-    return ceil_div(std::max(share / 4, 4 * plan.tile), plan.tile) * plan.tile;
-  };
+  // The balanced share of the steps over the resident groups (at least four tiles); ragged segments are a
+  // quarter of it, at least four tiles (the long sequences then spread over four times the resident groups).
+  const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
+  const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
+  const index_t ragged_segment = ceil_div(std::max(share / 4, 4 * plan.tile), plan.tile) * plan.tile;
   if (plan.groups < plan.resident) {
     segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
     // Channel groups split ragged too, for the skewed batch's block tiles (runs_channel_block_tiles), where
@@ -171,15 +172,13 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
     // (bench/results/h200-uneven-channel-plans-2026-12-01.log.)
     // Their segments (reduce-then-scan: reductions, and prefix scans the block tiles decline) are the
     // ragged ones, so that the long sequences spread over the device rather than a few warps each.
-    if (channel && (2 * shape.total() < shape.count * len || 2 * plan.groups < index_t(multiprocessors))) {
+    if (channel && (!shape.similar_lengths() || 2 * plan.groups < index_t(multiprocessors))) {
       plan.ragged = true;
-      segment = ragged_segment();
+      segment = ragged_segment;
     }
   } else {
-    const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
-    const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
     if (len <= 4 * share) return plan;
-    segment = ragged_segment();
+    segment = ragged_segment;
     plan.ragged = true;
   }
   const index_t splits = ceil_div(len, segment);
@@ -229,7 +228,7 @@ constexpr bool runs_single_pass(const scan_plan& plan, int state_bytes, const ba
                                 index_t lookback_tile) {
   const bool contiguous = plan.group == group_kind::warp || plan.group == group_kind::block;
   return plan.splits > 1 && !plan.ragged && contiguous && state_bytes <= 16 && state_bytes % 4 == 0 &&
-         shape.max_length >= 4 * lookback_tile && 2 * shape.total() >= shape.count * shape.max_length;
+         shape.max_length >= 4 * lookback_tile && shape.similar_lengths();
 }
 
 /// Tiles of `tile` steps that a single pass (look-back or look-ahead) gives a sequence of at most `longest`
@@ -255,7 +254,7 @@ constexpr bool runs_look_ahead(const scan_plan& plan, int state_bytes, const bat
 /// least half the batch's count x longest steps are real: every group gets the longest sequence's tiles).
 constexpr bool runs_channel_tiles(const scan_plan& plan, const batch_shape& shape, index_t tile) {
   return plan.group == group_kind::channel && plan.splits > 1 && !plan.ragged && shape.max_length > tile &&
-         2 * shape.total() >= shape.count * shape.max_length;
+         shape.similar_lengths();
 }
 
 /// Whether a prefix scan planned for channel groups runs channel_block_lookback.cuh's single pass (block

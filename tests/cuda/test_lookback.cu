@@ -378,15 +378,19 @@ TEST_CASE("look-ahead: bf16 gates and tokens (2-byte inputs, fp32 state), both d
 // channel_slices.cuh's blocks, channel_lookback.cuh's one-warp tiles (64 steps for fp32 pairs, 32 for 2x2
 // matrices).
 
+/// 2x2 matrices over (1, T, D) btd with every option, each within its bound.
+void check_btd_mat2(index_t T, index_t D) {
+  for (const auto& f : option_sets()) {
+    INFO("(1, " << T << ", " << D << "), " << ptest::describe(f));
+    CHECK(scan_mat2_at([&](mat2* p) { return parascan::btd(p, 1, T, D); }, std::size_t(T * D), D,
+                       [&](index_t) { return T; }, [&](index_t s, index_t t) { return std::size_t(t * D + s); },
+                       f) <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
+  }
+}
+
 TEST_CASE("channel look-back: (B, T, D) 2x2 matrices, every option, partial groups of lanes") {
   for (const index_t D : {40, 64})
-    for (const index_t T : {20011, 100003})
-      for (const auto& f : option_sets()) {
-        INFO("(1, " << T << ", " << D << "), " << ptest::describe(f));
-        CHECK(scan_mat2_at([&](mat2* p) { return parascan::btd(p, 1, T, D); }, std::size_t(T * D), D,
-                           [&](index_t) { return T; }, [&](index_t s, index_t t) { return std::size_t(t * D + s); },
-                           f) <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
-      }
+    for (const index_t T : {20011, 100003}) check_btd_mat2(T, D);
 }
 
 TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4091) 2x2 matrices (128 groups, the last partial)") {
@@ -402,12 +406,7 @@ TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4091) 2x2 matrices (128 g
     REQUIRE(parascan::runs_channel_tiles(plan, shape, 32));
     REQUIRE(!parascan::runs_channel_slices(plan, shape, 64, sms, 8));
   }
-  for (const auto& f : option_sets()) {
-    INFO("(1, " << T << ", " << D << "), " << ptest::describe(f));
-    CHECK(scan_mat2_at([&](mat2* p) { return parascan::btd(p, 1, T, D); }, std::size_t(T * D), D,
-                       [&](index_t) { return T; }, [&](index_t s, index_t t) { return std::size_t(t * D + s); },
-                       f) <= 1e-6 * (8 + 2 * std::sqrt(double(T))) * 2);
-  }
+  check_btd_mat2(T, D);
 }
 
 TEST_CASE("channel look-back: packed (total, 33), lanes of one warp in sequences of different lengths, one empty") {
