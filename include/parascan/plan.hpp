@@ -25,10 +25,10 @@ struct batch_shape {
   bool adjacent_sequences = false;  // sequences s, s+1 one element apart and time strided: (B, T, D)
   index_t total_length = -1;        // steps of all sequences together (-1: count * max_length, uniform)
 
-  index_t total() const { return total_length >= 0 ? total_length : count * max_length; }
+  constexpr index_t total() const { return total_length >= 0 ? total_length : count * max_length; }
   /// Whether at least half the count x longest steps are real (splitting every sequence as the longest
   /// one pads at most as many as there are).
-  bool similar_lengths() const { return 2 * total() >= count * max_length; }
+  constexpr bool similar_lengths() const { return 2 * total() >= count * max_length; }
 };
 
 /// Which threads scan one sequence (or segment) together:
@@ -121,6 +121,19 @@ struct scan_plan {
 /// Steps of a matrix product group's tile: its segments are whole tiles.
 constexpr index_t product_tile = 8;
 
+/// The balanced share of a batch's steps over a plan's resident groups, at least four tiles.
+constexpr index_t balanced_share(const scan_plan& plan, const batch_shape& shape) {
+  const index_t per_group = plan.geometry.sequences_per_group;
+  const index_t group_steps = (shape.total() + per_group - 1) / per_group;
+  return std::max((group_steps + plan.resident - 1) / std::max<index_t>(plan.resident, 1), 4 * plan.tile);
+}
+/// A ragged split's segments: a quarter of the balanced share, at least four tiles, whole tiles (the long
+/// sequences then spread over four times the resident groups).
+constexpr index_t ragged_segment_of(const scan_plan& plan, const batch_shape& shape) {
+  const index_t quarter = std::max(balanced_share(plan, shape) / 4, 4 * plan.tile);
+  return (quarter + plan.tile - 1) / plan.tile * plan.tile;
+}
+
 /// The plan for a batch, given the chosen group and how many blocks of its kernel one multiprocessor
 /// holds. Sequences are split into segments when there are fewer independent groups than the device runs
 /// at once and they are long (more than four tiles); segments are whole tiles, at least four long.
@@ -152,11 +165,7 @@ inline scan_plan plan_scan(const policy_values& p, group_kind group, const batch
   const index_t len = shape.max_length;
   if (len <= 4 * plan.tile) return plan;
   index_t segment = 0;
-  // The balanced share of the steps over the resident groups (at least four tiles); ragged segments are a
-  // quarter of it, at least four tiles (the long sequences then spread over four times the resident groups).
-  const index_t group_steps = ceil_div(shape.total(), plan.geometry.sequences_per_group);
-  const index_t share = std::max(ceil_div(group_steps, plan.resident), 4 * plan.tile);
-  const index_t ragged_segment = ceil_div(std::max(share / 4, 4 * plan.tile), plan.tile) * plan.tile;
+  const index_t share = balanced_share(plan, shape), ragged_segment = ragged_segment_of(plan, shape);
   if (plan.groups < plan.resident) {
     segment = ceil_div(ceil_div(len, ceil_div(plan.resident, plan.groups)), plan.tile) * plan.tile;
     // Channel groups split ragged too, for the skewed batch's block tiles (runs_channel_block_tiles), where
@@ -355,6 +364,26 @@ constexpr bool runs_channel_slices(const scan_plan& plan, const batch_shape& sha
   if (plan.group != group_kind::channel || plan.ragged || shape.max_length < 4 * tile) return false;
   if (plan.splits > 1) return plan.groups * warps >= 4 * index_t(multiprocessors);
   return 2 * shape.count * shape.max_length >= 3 * shape.total();
+}
+
+/// Whether a prefix scan that runs_channel_slices would give to whole groups of warps, its groups split for
+/// lack of them, runs the block tiles with a look-back instead (ragged_channel_split): where a step of a
+/// sequence carries fewer than 8 bytes of inputs. The whole groups scan every row twice (fold, then rescan
+/// from the warps' totals) at a rate of rows bound by instruction latency, so rows of fewer bytes move fewer
+/// bytes a second; the block tiles scan each row once. H200, 96 groups ((2, 65536, 1536) btd), % of copy,
+/// whole groups against block tiles: fp32 linear recurrence (8 bytes a step) 95.7 against 90.9, bf16 (4
+/// bytes) 44.8 against 74.4, fp32 logcumsumexp (4 bytes) 48.0 against 73.4; (4, 65536, 768) 95.5 / 44.7 /
+/// 48.0 against 87.9 / 73.1 / 70.0; 128 groups ((1, 8192, 4096)) 89.2 / 53.1 / 60.2 against 81.6 / 59.2 /
+/// 59.9 (bench/results/h200-uneven-channel-plans-2026-12-01.log).
+constexpr bool thin_steps_take_block_tiles(const scan_plan& plan, int step_bytes) {
+  return plan.group == group_kind::channel && plan.splits > 1 && !plan.ragged && step_bytes < 8;
+}
+/// A channel plan split evenly for lack of groups, split ragged instead (runs_channel_block_tiles).
+constexpr scan_plan ragged_channel_split(scan_plan plan, const batch_shape& shape) {
+  plan.ragged = true;
+  plan.segment = ragged_segment_of(plan, shape);
+  plan.splits = (shape.max_length + plan.segment - 1) / plan.segment;
+  return plan;
 }
 
 /// Whether whole sequences whose longest has `length` steps run under a long_sequences policy's long

@@ -4,8 +4,8 @@
 // views, packed sequences of unequal lengths (one empty), 2-byte inputs. Channel groups of 32 sequences
 // ((B, T, D) and packed (total, D) batches) fewer than the device runs: block tiles with a look-back
 // (cuda/channel_block_lookback.cuh) for the few (2 to 6 groups) and one-warp tiles
-// (cuda/channel_lookback.cuh) for 128 groups of 250 steps; partial groups, lanes of different lengths,
-// unaligned rows. All against an fp64
+// (cuda/channel_lookback.cuh) for 128 groups of 250 steps; the block tiles for 96 groups of bf16 pairs
+// (steps too thin for whole groups of warps); partial groups, lanes of different lengths, unaligned rows. All against an fp64
 // sequential reference, and bit-identical results from run to run (each look-back folds in a fixed order
 // whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
 // long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
@@ -407,6 +407,49 @@ TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4091) 2x2 matrices (128 g
     REQUIRE(!parascan::runs_channel_slices(plan, shape, 64, sms, 8));
   }
   check_btd_mat2(T, D);
+}
+
+TEST_CASE("channel look-back: bf16 gates and tokens over (1, 4096, 3072): 96 groups of 4-byte steps, block tiles") {
+  const index_t T = 4096, D = 3072;
+  // On a device of 49 to 192 multiprocessors the 96 groups split evenly for lack of groups, enough for the
+  // whole groups of 8 warps, but their steps are too thin for those: the block tiles run them.
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const parascan::batch_shape shape{D, T, true};
+  const auto plan = parascan::plan_scan(parascan::policy_values{128, 4, 4, parascan::combine_variant::warp, 8},
+                                        parascan::group_kind::channel, shape, sms, 1);
+  const bool thin_route = sms > 48 && sms <= 192;
+  if (thin_route) REQUIRE(parascan::thin_steps_take_block_tiles(plan, 4));
+  const std::size_t n = std::size_t(T * D);
+  ptest::buffer<ptest::bf16> a(n), b(n);
+  ptest::buffer<float> y(n);
+  ptest::fill(a, [] { return ptest::bf16(float(ptest::uniform(0.9, 1.0))); });
+  ptest::fill(b, [] { return ptest::bf16(float(ptest::uniform(-1, 1))); });
+  for (const bool reverse : {false, true}) {
+    INFO((reverse ? "reverse" : "forward"));
+    parascan::options<float> opts;
+    opts.reverse = reverse;
+    const long long block_launches = parascan::engine::channel_block_launches().load(),
+                    slices_launches = parascan::engine::channel_slices_launches().load();
+    parascan::prefix_scan(ptest::exec(), parascan::ops::linear_recurrence<float>{},
+                          parascan::inputs(parascan::btd(a.data(), 1, T, D), parascan::btd(b.data(), 1, T, D)),
+                          parascan::btd(y.data(), 1, T, D), opts);
+    y.download();
+    if (thin_route) {
+      CHECK(parascan::engine::channel_block_launches().load() > block_launches);
+      CHECK(parascan::engine::channel_slices_launches().load() == slices_launches);
+    }
+    ptest::error_meter err;
+    for (index_t d = 0; d < D; ++d) {
+      double x = 0;
+      for (index_t p = 0; p < T; ++p) {
+        const std::size_t i = std::size_t((reverse ? T - 1 - p : p) * D + d);
+        x = double(float(a.host[i])) * x + double(float(b.host[i]));
+        err.add(y.host[i], x);
+      }
+    }
+    CHECK(err.relative() <= 1e-6 * (8 + 2 * std::sqrt(double(T))));
+  }
 }
 
 TEST_CASE("channel look-back: packed (total, 33), lanes of one warp in sequences of different lengths, one empty") {

@@ -319,6 +319,19 @@ TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run
   // Too few groups: (2, 65536, 1536) (96 groups x 8 warps on 132 multiprocessors) takes the blocks,
   // (1, 65536, 1536) (48 groups) the block tiles with a look-back.
   CHECK(slices(batch_shape{2 * 1536, 65536, true}));
+  // Unless a step carries fewer than 8 bytes of inputs (bf16 pairs, logcumsumexp's fp32): dispatch then
+  // splits them ragged, for the block tiles. Batches that fill the device, or split ragged, stay.
+  const batch_shape two{2 * 1536, 65536, true};
+  const auto two_plan = plan_scan(pair_warp, group_kind::channel, two, h200_sms, 8);
+  CHECK(!parascan::thin_steps_take_block_tiles(two_plan, 8));
+  REQUIRE(parascan::thin_steps_take_block_tiles(two_plan, 4));
+  const auto thin = parascan::ragged_channel_split(two_plan, two);
+  CHECK(parascan::runs_channel_block_tiles(thin));
+  CHECK(!parascan::runs_channel_slices(thin, two, tile, h200_sms, warps));
+  CHECK(thin.segment == 5968);  // 96 groups x 65536 steps / 264 resident = 23832; a quarter, in 16-step tiles
+  CHECK(thin.splits == 11);
+  for (const batch_shape& shape : {batch_shape{8 * 1536, 4096, true}, batch_shape{1536, 65536, true}})
+    CHECK(!parascan::thin_steps_take_block_tiles(plan_scan(pair_warp, group_kind::channel, shape, h200_sms, 8), 4));
   const batch_shape one{1536, 65536, true};
   CHECK(!slices(one));
   CHECK(parascan::runs_channel_block_tiles(plan_scan(pair_warp, group_kind::channel, one, h200_sms, 8)));

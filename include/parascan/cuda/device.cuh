@@ -460,8 +460,14 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   static_assert(geometry.threads == Group::threads && geometry.groups_per_block == Group::groups_per_block &&
                     geometry.sequences_per_group == Group::sequences_per_group,
                 "plan.hpp's geometry_of must describe the CUDA groups of block.cuh");
-  const scan_plan plan = plan_scan(values, Group::kind, shape, multiprocessors(),
-                                   resident_blocks<Group, items, stages, min_blocks, Op, Pack, Outs>());
+  scan_plan plan = plan_scan(values, Group::kind, shape, multiprocessors(),
+                             resident_blocks<Group, items, stages, min_blocks, Op, Pack, Outs>());
+  if constexpr (WRITE && Group::kind == group_kind::channel && channel_lookback_fits<Op, Pack>()) {
+    // Steps of few bytes: the block tiles rather than whole groups of warps (plan.hpp says why).
+    if (runs_channel_slices(plan, shape, channel_slices_tile<Op, Pack>(), multiprocessors(), channel_slice_warps) &&
+        thin_steps_take_block_tiles(plan, detail::input_bytes_per_step<Pack>()) && single_pass_enabled())
+      plan = ragged_channel_split(plan, shape);
+  }
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld sequences, longest %lld: %s\n", WRITE ? "prefix_scan" : "reduce_scan",
                  static_cast<long long>(shape.count), static_cast<long long>(shape.max_length),
