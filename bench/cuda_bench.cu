@@ -23,9 +23,10 @@
 // the 4x4 matrix chain (cumulative and whole products) over (1, count, 2048); reduce_scan (final state only, 8 bytes); a user functor written below; scalar
 // cumsum (8 bytes), and one sequence of 2^28 next to CUB InclusiveSum; every pointer one element off
 // (unaligned); one sequence of 2^28 next to CUB InclusiveScan over interleaved float2 pairs, and
-// (1, 16, 2^24); (8, T, 1536) btd; logcumsumexp; the log-space recurrence; packed (total, 64) batches
-// with host offsets (lengths uniform in 1..8192, 4 sequences of 2^18 rows among 4000 of 1..64, and the
-// same 4 among 40: fewer groups than the device runs);
+// (1, 16, 2^24); (8, T, 1536) btd; (1, 2^22, 16) btd (narrow rows); logcumsumexp; the log-space
+// recurrence; packed (total, 64) batches with host offsets (lengths uniform in 1..8192, 4 sequences of
+// 2^18 rows among 4000 of 1..64, and the same 4 among 40: fewer groups than the device runs), and (total,
+// 16) of lengths 1..8192;
 // matrix chains (B, 1024, N, N) of 2^26 floats and the product of one chain of 1000, N = 2 .. 32 (their
 // torch peer: bench/matrix_peers.py); the affine recurrence (16384 / N, 1024) for N = 4 .. 32, x only.
 // --sweep adds explicit-policy variants for (B, T, D), logcumsumexp, 4x4 matrix chains and the fused backward
@@ -1516,6 +1517,11 @@ std::vector<bench_case> make_cases(bool sweep) {
   for (long long b : {1, 2})  // fewer channels than two warps a multiprocessor: split in time
     add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "btd", {b, 65536, D}, 65536, b * D, 12,
         b * D * 65536, false, [=](context& c, record& r) { run_linear<float>(c, r, b, D, 65536, true); });
+  const long long T22 = 1ll << 22;  // narrow rows: 16 channels, a run of 16 lanes of each warp
+  add("parascan", "linear_recurrence", "linear_recurrence", "fp32", "btd", {1, T22, 16}, T22, 16, 12, 16 * T22, false,
+      [=](context& c, record& r) { run_linear<float>(c, r, 1, 16, T22, true); });
+  add("parascan", "linear_recurrence", "linear_recurrence", "bf16", "btd", {1, T22, 16}, T22, 16, 6, 16 * T22, false,
+      [=](context& c, record& r) { run_linear<bf16>(c, r, 1, 16, T22, true); });
   for (long long T : {4096, 65536})
     add("parascan", "logcumsumexp", "logcumsumexp", "fp32", "bdt", bdt_shape(T), T, B * D, 8, B * D * T, false,
         [=](context& c, record& r) { run_logcumsumexp(c, r, B, D, T); });
@@ -1529,18 +1535,19 @@ std::vector<bench_case> make_cases(bool sweep) {
   add("parascan", "signed_log_linear_recurrence_backward", "signed_log_linear_recurrence_backward", "fp32", "bdt",
       bdt_shape(65536), 65536, B * D, 28, B * D * 65536, false,
       [=](context& c, record& r) { run_signed_log_backward(c, r, B, D, 65536); });
-  const long long PD = 64;
-  for (int k = 0; k < 3; ++k) {
-    const std::vector<index_t> off = k == 0   ? bench::realistic_offsets((index_t(1) << 26) / PD)
-                                     : k == 1 ? bench::skewed_offsets(4000, 4, 1 << 18)
-                                              : bench::skewed_offsets(40, 4, 1 << 18);
+  for (int k = 0; k < 4; ++k) {
+    const long long PD = k == 3 ? 16 : 64;
+    const std::vector<index_t> off = k == 0 || k == 3 ? bench::realistic_offsets((index_t(1) << 26) / PD)
+                                     : k == 1         ? bench::skewed_offsets(4000, 4, 1 << 18)
+                                                      : bench::skewed_offsets(40, 4, 1 << 18);
     const long long N = (long long)off.size() - 1, total = off.back();
     long long longest = 0;
     for (std::size_t i = 0; i + 1 < off.size(); ++i) longest = std::max<long long>(longest, off[i + 1] - off[i]);
     add("parascan",
         k == 0   ? "packed linear_recurrence (realistic)"
         : k == 1 ? "packed linear_recurrence (skewed)"
-                 : "packed linear_recurrence (few long)",
+        : k == 2 ? "packed linear_recurrence (few long)"
+                 : "packed linear_recurrence (realistic, D = 16)",
         "linear_recurrence", "fp32", "packed_td", {N, total, PD}, longest, N * PD, 12, total * PD, false,
         [=](context& c, record& r) { run_packed(c, r, off, PD); });
   }

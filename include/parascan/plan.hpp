@@ -64,15 +64,24 @@ struct policy_values {
   }
 };
 
+/// Adjacent sequences (channels last) from which lanes across them scan: a warp or block on one channel
+/// reads one element of each row (time strided: 64 bytes apart for 16 fp32 channels), where lanes across
+/// 8 or more, even element by element (channel.cuh), read the rows' bytes between them. H200, (1, T, D)
+/// btd, bf16 / fp32 recurrence / fp32 logcumsumexp, % of copy: D = 16 2.3 / 4.1 / 2.6 -> 7.3 / 40.0 /
+/// 29.3, D = 8 3.2 / 4.6 / 3.4 -> 5.7 / 20.4 / 14.8, (2, T, 8) 3.8 / 4.6 / 3.4 -> 10.0 / 39.0 / 27.7; D = 4
+/// 5.0 / 7.4 / 5.3 -> 4.1 / 10.3 / 7.6 and D = 2 worse (bench/results/h200-thin-steps-2026-12-01.log, "nar").
+constexpr index_t channel_group_from = 8;
+
 /// The group that scans: sequential threads for large states, lanes across sequences when adjacent
-/// sequences are adjacent in memory (and the state is small), a warp per sequence when the policy says
-/// so (or, with `automatic`, for sequences of at most two warp tiles), else a block.
+/// sequences are adjacent in memory (at least channel_group_from, and the state is small), a warp per
+/// sequence when the policy says so (or, with `automatic`, for sequences of at most two warp tiles), else a
+/// block.
 constexpr group_kind choose_group(const policy_values& p, const batch_shape& shape) {
   constexpr index_t warp_threads = 32;
   if (p.combine == combine_variant::sequential) return group_kind::thread;
   if (p.combine == combine_variant::warp_product) return group_kind::warp_product;
   if (p.combine == combine_variant::block_product) return group_kind::block_product;
-  if (shape.adjacent_sequences && shape.count >= warp_threads && p.state_bytes <= 32) return group_kind::channel;
+  if (shape.adjacent_sequences && shape.count >= channel_group_from && p.state_bytes <= 32) return group_kind::channel;
   if (p.combine == combine_variant::warp) return group_kind::warp;
   if (p.combine == combine_variant::automatic && shape.max_length <= 2 * warp_threads * p.items)
     return group_kind::warp;

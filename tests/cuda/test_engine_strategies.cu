@@ -339,6 +339,30 @@ void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, s
   }
 }
 
+TEST_CASE("channel groups of fewer than 32 channels: partial and mixed lanes, packed (total, 16 / 8 / 4)") {
+  // Channel groups from 8 adjacent sequences (plan.hpp's channel_group_from), lanes of several sequences
+  // or past the batch element by element: packed (total, 16), (total, 8) and (total, 4) batches of mixed
+  // lengths (lanes of different lengths in one warp), one sequence of 16, 8 or 4 channels (lanes past the
+  // batch; 4: warp groups), three of 8 (and 8 lanes past the batch), each long enough to split for lack
+  // of groups; every option, fp32 and bf16 storage, logcumsumexp.
+  std::atomic<long long> any{0};  // (no launch count to check)
+  std::vector<index_t> mixed{0};
+  for (int q = 0; q < 70; ++q) mixed.push_back(mixed.back() + 1 + index_t(ptest::uniform(0, 3000)));
+  for (const index_t D : {16, 8, 4}) {
+    check_packed_linear_recurrence<float>(mixed, D, any, 0);
+    check_packed_linear_recurrence<ptest::bf16>(mixed, D, any, 0);
+    check_packed_logcumsumexp(mixed, D, any, 0);
+    const std::vector<index_t> one{0, 200003}, three{0, 70001, 70001 + 100003, 70001 + 100003 + 5};
+    check_packed_linear_recurrence<float>(one, D, any, 0);
+    check_packed_linear_recurrence<ptest::bf16>(one, D, any, 0);
+    check_packed_logcumsumexp(one, D, any, 0);
+    if (D == 8) {
+      check_packed_linear_recurrence<float>(three, D, any, 0);
+      check_packed_logcumsumexp(three, D, any, 0);
+    }
+  }
+}
+
 TEST_CASE("skewed packed batches: prefix scans in one pass, block tiles with a look-back") {
   // channel_block_lookback.cuh (plan.hpp's runs_channel_block_tiles): packed_td, many short sequences
   // (1..64 rows) and three long ones: a whole number of block tiles (78 of 512 fp32-pair rows: 384 staged

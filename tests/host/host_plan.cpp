@@ -28,10 +28,12 @@ constexpr int h200_sms = 132;
 }  // namespace
 
 TEST_CASE("plan: the group follows the policy and the layout") {
-  const batch_shape bdt{8 * 1536, 4096, false}, btd{8 * 1536, 4096, true}, few_btd{16, 4096, true};
+  const batch_shape bdt{8 * 1536, 4096, false}, btd{8 * 1536, 4096, true}, few_btd{4, 4096, true},
+                    narrow_btd{8, 4096, true};
   CHECK(choose_group(pair_warp, bdt) == group_kind::warp);
   CHECK(choose_group(pair_warp, btd) == group_kind::channel);      // lanes across adjacent sequences
-  CHECK(choose_group(pair_warp, few_btd) == group_kind::warp);     // fewer than 32: no channel group
+  CHECK(choose_group(pair_warp, few_btd) == group_kind::warp);     // fewer than 8: no channel group
+  CHECK(choose_group(pair_warp, narrow_btd) == group_kind::channel);  // 8 lanes read whole rows
   CHECK(choose_group(matrix_seq, btd) == group_kind::thread);      // sequential policies, any layout
   CHECK(choose_group(policy_values{128, 4, 3, combine_variant::warp, 64}, btd) == group_kind::warp);  // > 32 bytes
   // automatic: a warp for sequences of at most two warp tiles (2 * 32 * items), else a block
