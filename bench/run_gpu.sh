@@ -2,7 +2,8 @@
 # The whole benchmark in one command, on the GPU machine: builds parascan_bench_cuda, runs it, then the
 # peers (bench/peers.py, accelerated-scan installed offline from the wheels carried in .wheels/), then
 # bench/plot.py. Everything lands under $OUT: bench.json bench.log peers.json peers.log bench.png table.md
-# matrix-peers.json (and build/configure logs). The side-by-side markdown table is printed last.
+# matrix-peers.json, peers-logs.tar.gz (each peer subprocess's output), and build/configure logs. The
+# side-by-side markdown table is printed last.
 #
 #   COMMIT=<sha> OUT=<dir> bench/run_gpu.sh [build-dir] [bench args...]
 #
@@ -63,6 +64,11 @@ print(r[0]["copy_gbs"] if r else "")' "$out/bench.json" 2>/dev/null)
   python3 bench/peers.py --wheels "$wheels" --json "$out/peers.json" --commit "$commit" "${peer_args[@]}" 2>&1 |
     tee "$out/peers.log"
   [ -s "$out/peers.json" ] && files+=("$out/peers.json")
+  # Each peer subprocess's output, one archive (a folder of dozens of logs made the GPU machine's copy-back
+  # drop the run's other files, peers.json and table.md among them, on 2026-12-01).
+  if [ -d "$out/peers.json.logs" ]; then
+    tar -czf "$out/peers-logs.tar.gz" -C "$out" peers.json.logs && rm -rf "$out/peers.json.logs"
+  fi
   echo "== matrix_peers.py (torch_parallel_scan's method on the matrix cases)"
   python3 bench/matrix_peers.py --json "$out/matrix-peers.json" --commit "$commit" ${copy:+--copy-gbs "$copy"} 2>&1 |
     tee "$out/matrix-peers.log"

@@ -64,12 +64,15 @@ struct policy_values {
   }
 };
 
-/// Adjacent sequences (channels last) from which lanes across them scan: a warp or block on one channel
-/// reads one element of each row (time strided: 64 bytes apart for 16 fp32 channels), where lanes across
-/// 8 or more, even element by element (channel.cuh), read the rows' bytes between them. H200, (1, T, D)
-/// btd, bf16 / fp32 recurrence / fp32 logcumsumexp, % of copy: D = 16 2.3 / 4.1 / 2.6 -> 7.3 / 40.0 /
-/// 29.3, D = 8 3.2 / 4.6 / 3.4 -> 5.7 / 20.4 / 14.8, (2, T, 8) 3.8 / 4.6 / 3.4 -> 10.0 / 39.0 / 27.7; D = 4
-/// 5.0 / 7.4 / 5.3 -> 4.1 / 10.3 / 7.6 and D = 2 worse (bench/results/h200-thin-steps-2026-12-01.log, "nar").
+/// Adjacent sequences (channels last; B x D of them for (B, T, D)) from which lanes across them scan: a
+/// warp or block on one sequence reads one element of each row (time strided: 64 bytes apart for 16 fp32
+/// channels), where lanes across 8 or more, even element by element (channel.cuh), read the rows' bytes
+/// between them. H200, bf16 / fp32 recurrence / fp32 logcumsumexp, % of copy, warps -> lanes: (1, T, 16)
+/// 2.3 / 4.1 / 2.6 -> 7.3 / 40.0 / 29.3, (1, T, 8) 3.2 / 4.6 / 3.4 -> 5.7 / 20.4 / 14.8, (2, T, 8) 3.8 / 4.6
+/// / 3.4 -> 10.0 / 39.0 / 27.7; below 8, (1, T, 4) 5.0 / 7.4 / 5.3 -> 4.1 / 10.3 / 7.6 and (1, T, 2) 7.8 /
+/// 12.9 / 9.0 -> 2.4 / 4.9 / 3.8 (bench/results/h200-thin-steps-2026-12-01.log, "nar": lanes from any count).
+/// Batches of 8 sequences or more whose lanes are mostly of other sequences ((2, T, 4), (4, T, 2)) are
+/// not measured.
 constexpr index_t channel_group_from = 8;
 
 /// The group that scans: sequential threads for large states, lanes across sequences when adjacent
@@ -130,11 +133,13 @@ struct scan_plan {
 /// Steps of a matrix product group's tile: its segments are whole tiles.
 constexpr index_t product_tile = 8;
 
-/// The balanced share of a batch's steps over a plan's resident groups, at least four tiles.
+/// The balanced share of a batch's steps over a plan's resident groups, at least four tiles: the steps its
+/// groups walk (a group's lanes walk together: the steps over the sequences a group holds, fewer than
+/// sequences_per_group where the batch has fewer) over the resident groups.
 constexpr index_t balanced_share(const scan_plan& plan, const batch_shape& shape) {
-  const index_t per_group = plan.geometry.sequences_per_group;
-  const index_t group_steps = (shape.total() + per_group - 1) / per_group;
-  return std::max((group_steps + plan.resident - 1) / std::max<index_t>(plan.resident, 1), 4 * plan.tile);
+  const index_t lanes = std::max<index_t>(1, std::min<index_t>(shape.count, plan.geometry.sequences_per_group));
+  const index_t group_steps = (shape.total() + lanes - 1) / lanes, resident = std::max<index_t>(plan.resident, 1);
+  return std::max((group_steps + resident - 1) / resident, 4 * plan.tile);
 }
 /// A ragged split's segments: a quarter of the balanced share, at least four tiles, whole tiles (the long
 /// sequences then spread over four times the resident groups).
@@ -377,17 +382,21 @@ constexpr bool runs_channel_slices(const scan_plan& plan, const batch_shape& sha
 
 /// Whether a prefix scan that runs_channel_slices would give to whole groups of warps, its groups split for
 /// lack of them, runs the block tiles with a look-back instead (ragged_channel_split): where a step of a
-/// sequence carries fewer than 8 bytes of inputs. The whole groups scan every row twice (fold, then rescan
-/// from the warps' totals) at a rate of rows bound by instruction latency, so rows of fewer bytes move fewer
-/// bytes a second; the block tiles scan each row once. H200, 96 groups ((2, 65536, 1536) btd), % of copy,
+/// sequence carries fewer than 8 bytes of inputs. The whole groups give each group one block, which walks
+/// its tiles one after another at a rate of rows bound by instruction latency (fold, then rescan from the
+/// warps' totals), so rows of fewer bytes move fewer bytes a second; the block tiles run a group's tiles
+/// on many blocks at once, a look-back between them. H200, 96 groups ((2, 65536, 1536) btd), % of copy,
 /// whole groups against block tiles: fp32 linear recurrence (8 bytes a step) 95.7 against 90.9, bf16 (4
 /// bytes) 44.8 against 74.4, fp32 logcumsumexp (4 bytes) 48.0 against 73.4; (4, 65536, 768) 95.5 / 44.7 /
 /// 48.0 against 87.9 / 73.1 / 70.0; 128 groups ((1, 8192, 4096)) 89.2 / 53.1 / 60.2 against 81.6 / 59.2 /
-/// 59.9 (bench/results/h200-uneven-channel-plans-2026-12-01.log).
+/// 59.9 (bench/results/h200-uneven-channel-plans-2026-12-01.log; as dispatched, bf16 / logcumsumexp 44.8
+/// / 48.0 -> 73.3 / 65.0 at (2, 65536, 1536), 53.1 / 60.1 -> 59.5 / 58.0 at (1, 8192, 4096):
+/// bench/results/h200-thin-steps-2026-12-01.log).
 constexpr bool thin_steps_take_block_tiles(const scan_plan& plan, int step_bytes) {
   return plan.group == group_kind::channel && plan.splits > 1 && !plan.ragged && step_bytes < 8;
 }
-/// A channel plan split evenly for lack of groups, split ragged instead (runs_channel_block_tiles).
+/// A channel plan split evenly for lack of groups (thin_steps_take_block_tiles holds), split ragged instead
+/// (runs_channel_block_tiles).
 constexpr scan_plan ragged_channel_split(scan_plan plan, const batch_shape& shape) {
   plan.ragged = true;
   plan.segment = ragged_segment_of(plan, shape);

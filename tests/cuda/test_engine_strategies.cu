@@ -344,7 +344,8 @@ TEST_CASE("channel groups of fewer than 32 channels: partial and mixed lanes, pa
   // or past the batch element by element: packed (total, 16), (total, 8) and (total, 4) batches of mixed
   // lengths (lanes of different lengths in one warp), one sequence of 16, 8 or 4 channels (lanes past the
   // batch; 4: warp groups), three of 8 (and 8 lanes past the batch), each long enough to split for lack
-  // of groups; every option, fp32 and bf16 storage, logcumsumexp.
+  // of groups; prefix scans with every option (reverse, exclusive, initial, final), fp32 and bf16 storage,
+  // logcumsumexp. (Not counted here: which kernels ran; host_plan checks the plans.)
   std::atomic<long long> any{0};  // (no launch count to check)
   std::vector<index_t> mixed{0};
   for (int q = 0; q < 70; ++q) mixed.push_back(mixed.back() + 1 + index_t(ptest::uniform(0, 3000)));

@@ -5,13 +5,13 @@
 // ((B, T, D) and packed (total, D) batches) fewer than the device runs: block tiles with a look-back
 // (cuda/channel_block_lookback.cuh) for the few (2 to 6 groups) and one-warp tiles
 // (cuda/channel_lookback.cuh) for 128 groups of 250 steps; the block tiles for 96 groups of bf16 pairs
-// (steps too thin for whole groups of warps); partial groups, lanes of different lengths, unaligned rows. All against an fp64
-// sequential reference, and bit-identical results from run to run (each look-back folds in a fixed order
-// whatever the timing). Every block case is at most four sequences, each at least four look-back tiles
-// long (512 threads x 8 steps for 2x2 matrices, x 16 for fp32 pairs, x 24 for bf16 inputs; one case
-// takes tiles of 32 steps, about 32768 a sequence, so look-backs walk far), which dispatch sends to the
-// look-back (plan.hpp's runs_single_pass, runs_channel_block_tiles and runs_channel_tiles; PARASCAN_LOG=1
-// shows it). The look-ahead
+// (steps too thin for whole groups of warps); partial groups, lanes of different lengths, unaligned
+// rows. All against an fp64 sequential reference, and bit-identical results from run to run (each
+// look-back folds in a fixed order whatever the timing). Every block case (cuda/lookback.cuh) is at most
+// four sequences, each at least four look-back tiles long (512 threads x 8 steps for 2x2 matrices, x 16
+// for fp32 pairs, x 24 for bf16 inputs; one case takes tiles of 32 steps, about 32768 a sequence, so
+// look-backs walk far), which dispatch sends to the look-back (plan.hpp's runs_single_pass,
+// runs_channel_block_tiles and runs_channel_tiles; PARASCAN_LOG=1 shows it). The look-ahead
 // (cuda/lookahead.cuh, plan.hpp's runs_look_ahead; the default for fp32 cumsum and the fp32 recurrence,
 // else through a policy) is tested the same ways under policies of small tiles, at 4096-step tiles from
 // the default threshold (one sequence of 2^26 steps), and by default (one sequence of 2^27 steps, 16 of
@@ -412,14 +412,17 @@ TEST_CASE("channel look-back: one-warp tiles, (1, 250, 4091) 2x2 matrices (128 g
 TEST_CASE("channel look-back: bf16 gates and tokens over (1, 4096, 3072): 96 groups of 4-byte steps, block tiles") {
   const index_t T = 4096, D = 3072;
   // On a device of 49 to 192 multiprocessors the 96 groups split evenly for lack of groups, enough for the
-  // whole groups of 8 warps, but their steps are too thin for those: the block tiles run them.
-  int sms = 0;
+  // whole groups of 8 warps, but their steps are too thin for those: the block tiles run them (where their
+  // shared memory fits: 8 warps x 3 stages of 32 bf16-pair rows, and the totals).
+  int sms = 0, optin = 0;
   REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
   const parascan::batch_shape shape{D, T, true};
   const auto plan = parascan::plan_scan(parascan::policy_values{128, 4, 4, parascan::combine_variant::warp, 8},
                                         parascan::group_kind::channel, shape, sms, 1);
   const bool thin_route = sms > 48 && sms <= 192;
   if (thin_route) REQUIRE(parascan::thin_steps_take_block_tiles(plan, 4));
+  const bool block_tiles = thin_route && optin >= 8 * 3 * 4096 + 9 * 32 * 8;
   const std::size_t n = std::size_t(T * D);
   ptest::buffer<ptest::bf16> a(n), b(n);
   ptest::buffer<float> y(n);
@@ -435,7 +438,7 @@ TEST_CASE("channel look-back: bf16 gates and tokens over (1, 4096, 3072): 96 gro
                           parascan::inputs(parascan::btd(a.data(), 1, T, D), parascan::btd(b.data(), 1, T, D)),
                           parascan::btd(y.data(), 1, T, D), opts);
     y.download();
-    if (thin_route) {
+    if (block_tiles) {
       CHECK(parascan::engine::channel_block_launches().load() > block_launches);
       CHECK(parascan::engine::channel_slices_launches().load() == slices_launches);
     }

@@ -334,6 +334,13 @@ TEST_CASE("plan: channel groups of mixed lengths, or too few for the device, run
   CHECK(thin.splits == 11);
   for (const batch_shape& shape : {batch_shape{8 * 1536, 4096, true}, batch_shape{1536, 65536, true}})
     CHECK(!parascan::thin_steps_take_block_tiles(plan_scan(pair_warp, group_kind::channel, shape, h200_sms, 8), 4));
+  // A group of fewer than 32 sequences walks the steps over the sequences it has: (1, 2^22, 16) is one
+  // group of 2^22 steps (share 15888 over 264 resident groups; a quarter, in 16-step tiles, 3984).
+  const batch_shape narrow{16, index_t(1) << 22, true};
+  const auto narrow_plan = plan_scan(pair_warp, group_kind::channel, narrow, h200_sms, 8);
+  CHECK(narrow_plan.ragged);
+  CHECK(narrow_plan.segment == 3984);
+  CHECK(narrow_plan.splits == 1053);
   const batch_shape one{1536, 65536, true};
   CHECK(!slices(one));
   CHECK(parascan::runs_channel_block_tiles(plan_scan(pair_warp, group_kind::channel, one, h200_sms, 8)));

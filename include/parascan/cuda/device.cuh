@@ -533,8 +533,9 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
       return;
     if (runs_channel_block_tiles(plan) && single_pass_enabled()) {
       if (run_channel_block_lookback(a, plan.groups, lengths, alloc, stream)) return;
-      // Declined (the device's shared memory): groups of similar lengths split for lack of groups keep
-      // the one-warp tiles, which ran them before they split ragged.
+      // Declined (the device's shared memory): groups of similar lengths split for lack of groups take
+      // the one-warp tiles (which ran them before they split ragged; thin steps re-planned from the whole
+      // groups of warps, whose blocks are as large, go there too).
       scan_plan even = plan;
       even.ragged = false;
       if (runs_channel_tiles(even, shape, channel_tile_steps<Op, Pack>()) &&
