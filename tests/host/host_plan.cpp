@@ -33,7 +33,7 @@ TEST_CASE("plan: the group follows the policy and the layout") {
   CHECK(choose_group(pair_warp, bdt) == group_kind::warp);
   CHECK(choose_group(pair_warp, btd) == group_kind::channel);      // lanes across adjacent sequences
   CHECK(choose_group(pair_warp, few_btd) == group_kind::warp);     // fewer than 8: no channel group
-  CHECK(choose_group(pair_warp, narrow_btd) == group_kind::channel);  // 8 lanes read whole rows
+  CHECK(choose_group(pair_warp, narrow_btd) == group_kind::channel);  // 8 lanes share each row
   CHECK(choose_group(matrix_seq, btd) == group_kind::thread);      // sequential policies, any layout
   CHECK(choose_group(policy_values{128, 4, 3, combine_variant::warp, 64}, btd) == group_kind::warp);  // > 32 bytes
   // automatic: a warp for sequences of at most two warp tiles (2 * 32 * items), else a block
