@@ -1535,21 +1535,23 @@ std::vector<bench_case> make_cases(bool sweep) {
   add("parascan", "signed_log_linear_recurrence_backward", "signed_log_linear_recurrence_backward", "fp32", "bdt",
       bdt_shape(65536), 65536, B * D, 28, B * D * 65536, false,
       [=](context& c, record& r) { run_signed_log_backward(c, r, B, D, 65536); });
-  for (int k = 0; k < 4; ++k) {
-    const long long PD = k == 3 ? 16 : 64;
-    const std::vector<index_t> off = k == 0 || k == 3 ? bench::realistic_offsets((index_t(1) << 26) / PD)
-                                     : k == 1         ? bench::skewed_offsets(4000, 4, 1 << 18)
-                                                      : bench::skewed_offsets(40, 4, 1 << 18);
-    const long long N = (long long)off.size() - 1, total = off.back();
+  struct packed_case {
+    const char* name;
+    std::vector<index_t> offsets;
+    long long D;
+  };
+  const packed_case packed_cases[] = {
+      {"packed linear_recurrence (realistic)", bench::realistic_offsets((index_t(1) << 26) / 64), 64},
+      {"packed linear_recurrence (skewed)", bench::skewed_offsets(4000, 4, 1 << 18), 64},
+      {"packed linear_recurrence (few long)", bench::skewed_offsets(40, 4, 1 << 18), 64},
+      {"packed linear_recurrence (realistic, D = 16)", bench::realistic_offsets((index_t(1) << 26) / 16), 16}};
+  for (const packed_case& pc : packed_cases) {
+    const std::vector<index_t>& off = pc.offsets;
+    const long long N = (long long)off.size() - 1, total = off.back(), PD = pc.D;
     long long longest = 0;
     for (std::size_t i = 0; i + 1 < off.size(); ++i) longest = std::max<long long>(longest, off[i + 1] - off[i]);
-    add("parascan",
-        k == 0   ? "packed linear_recurrence (realistic)"
-        : k == 1 ? "packed linear_recurrence (skewed)"
-        : k == 2 ? "packed linear_recurrence (few long)"
-                 : "packed linear_recurrence (realistic, D = 16)",
-        "linear_recurrence", "fp32", "packed_td", {N, total, PD}, longest, N * PD, 12, total * PD, false,
-        [=](context& c, record& r) { run_packed(c, r, off, PD); });
+    add("parascan", pc.name, "linear_recurrence", "fp32", "packed_td", {N, total, PD}, longest, N * PD, 12,
+        total * PD, false, [=](context& c, record& r) { run_packed(c, r, off, PD); });
   }
 
 #if defined(PARASCAN_BENCH_SWEEP)  // -DPARASCAN_BUILD_SWEEPS=ON: dozens of kernels, most of this file's compile
