@@ -198,6 +198,15 @@ TEST_CASE("channel groups: lanes across >= 32 adjacent sequences (btd, strided, 
   check_strategy<parascan::cuda_policy<64, 3>, 2>(false, 35);
 }
 
+TEST_CASE("channel groups of fewer than 32 channels: every layout, prefix and reduction, runs of lanes") {
+  // Lanes of several sequences move in runs of adjacent lanes (channel.cuh's lane_run: 2 x 2 fp32 states
+  // of 16 bytes, runs of 16 at D = 16, of 8 at D = 8 and of 4 at D = 12) in the RUNS kernels
+  // (block.cuh's channel_group); time-strided layouts and lanes past the batch element by element.
+  check_strategy<parascan::use_default_policy, 2>(false, 16);
+  check_strategy<parascan::use_default_policy, 2>(true, 8);
+  check_strategy<parascan::use_default_policy, 2>(false, 12);
+}
+
 TEST_CASE("skewed packed batches: only the long sequences are split (ragged segment lists)") {
   // Enough short sequences to fill the device (so the plan splits nothing for lack of groups) and two
   // long ones: dispatch splits only those, each group into the segments its longest sequence needs.
@@ -341,10 +350,11 @@ void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, s
 
 TEST_CASE("channel groups of fewer than 32 channels: partial and mixed lanes, packed (total, 16 / 8 / 4)") {
   // Channel groups from 8 adjacent sequences (plan.hpp's channel_group_from), lanes of several sequences
-  // or past the batch element by element: packed (total, 16), (total, 8) and (total, 4) batches of mixed
+  // in runs of adjacent lanes (the RUNS kernels, block.cuh's channel_group), lanes past the batch element
+  // by element: packed (total, 16), (total, 8) and (total, 4) batches of mixed
   // lengths (lanes of different lengths in one warp), one sequence of 16, 8 or 4 channels (lanes past the
   // batch; 4: warp groups), three of 8 (and 8 lanes past the batch), each long enough to split for lack
-  // of groups; prefix scans with every option (reverse, exclusive, initial, final), fp32 and bf16 storage,
+  // of groups, and 500 of 1..400 rows (whole groups); prefix scans with every option (reverse, exclusive, initial, final), fp32 and bf16 storage,
   // logcumsumexp. (Not counted here: which kernels ran; host_plan checks the plans.)
   std::atomic<long long> any{0};  // (no launch count to check)
   std::vector<index_t> mixed{0};
@@ -353,6 +363,12 @@ TEST_CASE("channel groups of fewer than 32 channels: partial and mixed lanes, pa
     check_packed_linear_recurrence<float>(mixed, D, any, 0);
     check_packed_linear_recurrence<ptest::bf16>(mixed, D, any, 0);
     check_packed_logcumsumexp(mixed, D, any, 0);
+    // Many groups (500 sequences of 1..400 rows): whole groups rather than split ones.
+    std::vector<index_t> many{0};
+    for (int q = 0; q < 500; ++q) many.push_back(many.back() + 1 + index_t(ptest::uniform(0, 399)));
+    check_packed_linear_recurrence<float>(many, D, any, 0);
+    check_packed_linear_recurrence<ptest::bf16>(many, D, any, 0);
+    check_packed_logcumsumexp(many, D, any, 0);
     const std::vector<index_t> one{0, 200003}, three{0, 70001, 70001 + 100003, 70001 + 100003 + 5};
     check_packed_linear_recurrence<float>(one, D, any, 0);
     check_packed_linear_recurrence<ptest::bf16>(one, D, any, 0);

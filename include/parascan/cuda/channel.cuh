@@ -134,6 +134,62 @@ __device__ __forceinline__ void stage_rows(const cursor<const T>& c, int piece, 
   }
 }
 
+/// Lanes in runs (narrow channel batches, dispatched to kernels of their own: channel_group's RUNS): where
+/// the 32 lanes' elements are not one row, lanes 0..R-1, R..2R-1, ... (R = 16, 8, 4 or 2) may each be R
+/// adjacent elements of one sequence's channels (a (B, T, D) or packed batch of D < 32 channels), which
+/// move in 16-byte pieces rather than element by element. Returns R, or 0 where some run is not: its
+/// elements adjacent with one time stride and one length, its first element and time stride whole 16-byte
+/// pieces apart (lanes past the batch, bound to sequence 0 with length 0, make a run only of themselves).
+/// Warp-uniform; all 32 lanes call it.
+template <class T>
+__device__ __forceinline__ int lane_run(const cursor<const T>& c, index_t n) {
+  constexpr unsigned all = 0xffffffffu;
+  if constexpr (!moves_as_bytes<T> || 16 % sizeof(T) != 0) {
+    return 0;
+  } else {
+    const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(c.base));
+    const unsigned lane = threadIdx.x % 32;
+    int run = 0;
+#pragma unroll
+    for (int R = 16; R * int(sizeof(T)) >= 16 && R >= 2; R /= 2) {
+      const int leader = int(lane) & ~(R - 1);
+      const auto lead = __shfl_sync(all, address, leader);
+      const auto lead_stride = __shfl_sync(all, static_cast<long long>(c.stride), leader);
+      const auto lead_n = __shfl_sync(all, static_cast<long long>(n), leader);
+      const bool ok = n == 0 ? lead_n == 0
+                             : address == lead + (lane - unsigned(leader)) * sizeof(T) && c.stride == lead_stride &&
+                                   n == lead_n && lead % 16 == 0 && (lead_stride * index_t(sizeof(T))) % 16 == 0;
+      if (run == 0 && __all_sync(all, ok)) run = R;
+    }
+    return run;
+  }
+}
+
+/// Issues the copies of ROWS rows of lanes in runs of RUN (lane_run), 16-byte pieces: lane l copies
+/// piece l % per_row of rows l / per_row, + 32 / per_row, ..., where the run it falls in (leader L) has them.
+template <int RUN, int ROWS, class T>
+__device__ __forceinline__ void copy_run_pieces(const cursor<const T>& c, const row_block& b, unsigned char* area) {
+  constexpr unsigned all = 0xffffffffu;
+  constexpr int row_bytes = 32 * int(sizeof(T)), per_row = row_bytes / 16, run_pieces = RUN * int(sizeof(T)) / 16;
+  constexpr int rows_per_pass = 32 / per_row;
+  const int lane = int(threadIdx.x) % 32, col = lane % per_row, leader = (col / run_pieces) * RUN;
+  // The run's first element, time stride and bounds (one length a run: every lane of it the same).
+  const auto lead = __shfl_sync(all, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(c.base)), leader);
+  const auto* base =
+      reinterpret_cast<const unsigned char*>(static_cast<std::uintptr_t>(lead)) + (col % run_pieces) * 16;
+  const index_t stride = __shfl_sync(all, static_cast<long long>(c.stride), leader) * index_t(sizeof(T));
+  const index_t n = __shfl_sync(all, static_cast<long long>(b.n), leader),
+                begin = __shfl_sync(all, static_cast<long long>(b.begin), leader),
+                end = __shfl_sync(all, static_cast<long long>(b.end), leader);
+#pragma unroll
+  for (int k = 0; k < (ROWS + rows_per_pass - 1) / rows_per_pass; ++k) {
+    const int r = k * rows_per_pass + lane / per_row;
+    const index_t p = b.first + r;
+    if (r < ROWS && p >= begin && p < end)
+      __pipeline_memcpy_async(area + r * row_bytes + col * 16, base + time_index(p, n, b.reverse) * stride, 16);
+  }
+}
+
 /// A shifted input's rows: as a plain input's where every row is in memory for every lane, else element
 /// by element with the boundary value where a time is not.
 template <int ROWS, class T>
@@ -156,27 +212,67 @@ __device__ __forceinline__ void stage_rows(const shifted_cursor<T>& c, int piece
   }
 }
 
-/// Each input's piece size (row_piece), in pack order.
+/// A plain input's rows in a RUNS kernel: whole rows, runs of lanes, or element by element.
+template <int ROWS, class T>
+__device__ __forceinline__ void stage_run_rows(const cursor<const T>& c, int piece, int run, const row_block& b,
+                                               unsigned char* area) {
+  if ((b.whole && piece != 0) || run == 0) return stage_rows<ROWS>(c, piece, b, area);
+  if (run == 16) return copy_run_pieces<16, ROWS>(c, b, area);
+  if constexpr (sizeof(T) <= 2) {
+    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
+  }
+  if constexpr (sizeof(T) == 4) {
+    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
+    return copy_run_pieces<4, ROWS>(c, b, area);
+  }
+  if constexpr (sizeof(T) == 8) {
+    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
+    if (run == 4) return copy_run_pieces<4, ROWS>(c, b, area);
+    return copy_run_pieces<2, ROWS>(c, b, area);
+  }
+  if constexpr (sizeof(T) == 16) {
+    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
+    if (run == 4) return copy_run_pieces<4, ROWS>(c, b, area);
+    if (run == 2) return copy_run_pieces<2, ROWS>(c, b, area);
+  }
+  stage_rows<ROWS>(c, piece, b, area);
+}
+template <int ROWS, class T>
+__device__ __forceinline__ void stage_run_rows(const shifted_cursor<T>& c, int piece, int, const row_block& b,
+                                               unsigned char* area) {
+  stage_rows<ROWS>(c, piece, b, area);
+}
+
+/// Each input's piece size (row_piece), in pack order; in RUNS kernels also its runs of lanes (lane_run).
 template <class... T>
 struct row_pieces {
   int piece[sizeof...(T) > 0 ? sizeof...(T) : 1];
+  int run[sizeof...(T) > 0 ? sizeof...(T) : 1];
 };
-template <int K, class... T>
-__device__ __forceinline__ void find_row_pieces(const cursor_pack<>&, row_pieces<T...>&) {}
-template <int K, class... T, class H, class... R>
-__device__ __forceinline__ void find_row_pieces(const cursor_pack<H, R...>& c, row_pieces<T...>& pieces) {
+template <int K, bool RUNS = false, class... T>
+__device__ __forceinline__ void find_row_pieces(const cursor_pack<>&, row_pieces<T...>&, index_t = 0) {}
+template <int K, bool RUNS = false, class... T, class H, class... R>
+__device__ __forceinline__ void find_row_pieces(const cursor_pack<H, R...>& c, row_pieces<T...>& pieces,
+                                                index_t n = 0) {
   pieces.piece[K] = row_piece(c.head);
-  find_row_pieces<K + 1>(c.tail, pieces);
+  if constexpr (RUNS && std::is_same<H, cursor<const input_element_t<H>>>::value)
+    pieces.run[K] = pieces.piece[K] == 0 ? lane_run(c.head, n) : 0;
+  else
+    pieces.run[K] = 0;
+  find_row_pieces<K + 1, RUNS>(c.tail, pieces, n);
 }
 
-template <int ROWS, int K, class... T>
+template <int ROWS, int K, bool RUNS = false, class... T>
 __device__ __forceinline__ void stage_all_rows(const cursor_pack<>&, const row_pieces<T...>&, const row_block&,
                                                unsigned char*) {}
-template <int ROWS, int K, class... T, class H, class... R>
+template <int ROWS, int K, bool RUNS = false, class... T, class H, class... R>
 __device__ __forceinline__ void stage_all_rows(const cursor_pack<H, R...>& c, const row_pieces<T...>& pieces,
                                                const row_block& b, unsigned char* stage) {
-  stage_rows<ROWS>(c.head, pieces.piece[K], b, stage);
-  stage_all_rows<ROWS, K + 1>(c.tail, pieces, b, stage + rows_bytes<ROWS, input_element_t<H>>());
+  if constexpr (RUNS)
+    stage_run_rows<ROWS>(c.head, pieces.piece[K], pieces.run[K], b, stage);
+  else
+    stage_rows<ROWS>(c.head, pieces.piece[K], b, stage);
+  stage_all_rows<ROWS, K + 1, RUNS>(c.tail, pieces, b, stage + rows_bytes<ROWS, input_element_t<H>>());
 }
 
 /// This lane's elements of row r of every input, from a completed stage.
@@ -240,7 +336,7 @@ __device__ __forceinline__ void scan_step(const Op& op, const Raw& v, const Outs
 /// Scans positions [p0, p1) of this lane's sequence of n steps from `carry` and returns the carry after
 /// them, writing emit() of each step to `out` when WRITE. All 32 lanes loop to `loop_end` (the longest
 /// lane's p1). `staging`: this warp's channel_staging (null: each lane loads its own elements).
-template <int STAGES, bool WRITE, class Op, class... T, class Outs>
+template <int STAGES, bool WRITE, bool RUNS = false, class Op, class... T, class Outs>
 __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const cursor_pack<T...>& in, const Outs& out,
                                      index_t n, index_t p0, index_t p1, index_t loop_end, bool reverse, bool exclusive,
                                      state_t<Op> carry) {
@@ -274,7 +370,7 @@ __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const
   }
 
   row_pieces<T...> pieces;
-  find_row_pieces<0>(in, pieces);
+  find_row_pieces<0, RUNS>(in, pieces, n);
   // Whole rows need one length in every lane: lane 0's addresses stand for all lanes' (reverse times
   // depend on n).
   const bool one_length = __all_sync(0xffffffffu, n == __shfl_sync(0xffffffffu, n, 0));
@@ -286,7 +382,7 @@ __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {  // prologue: the first STAGES - 1 stages in flight
     const index_t first = p0 + index_t(s) * ROWS;
-    if (first < loop_end) stage_all_rows<ROWS, 0>(in, pieces, block_at(first), stage(s));
+    if (first < loop_end) stage_all_rows<ROWS, 0, RUNS>(in, pieces, block_at(first), stage(s));
     __pipeline_commit();
   }
   int current = 0;
@@ -295,7 +391,7 @@ __device__ state_t<Op> scan_channels(unsigned char* staging, const Op& op, const
     __syncwarp();
     const index_t ahead = base + index_t(STAGES - 1) * ROWS;
     const int refill = current == 0 ? STAGES - 1 : current - 1;
-    if (ahead < loop_end) stage_all_rows<ROWS, 0>(in, pieces, block_at(ahead), stage(refill));
+    if (ahead < loop_end) stage_all_rows<ROWS, 0, RUNS>(in, pieces, block_at(ahead), stage(refill));
     __pipeline_commit();
     __pipeline_wait_prior(STAGES - 1);  // this lane's copies of the current stage have landed
     __syncwarp();                       // and so have the other lanes'

@@ -125,7 +125,7 @@ struct channel_block_launch {
 /// Block b's work: a tile of a long group (rows [j * tile_rows, (j + 1) * tile_rows) of its 32 sequences,
 /// warp w the w-th warp_rows of them; its states at slot first[i] + j of `status`), or K consecutive
 /// groups run whole, a warp each, where they have no sequence longer than a tile.
-template <int K, int STAGES, class Op, class Pack, class Outs>
+template <int K, int STAGES, bool RUNS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() > 0 ? 2 : 1)
     channel_block_lookback_kernel(const segment_args<Op, Pack, Outs> a, const channel_tile_status<state_t<Op>> status,
                                   const channel_block_launch launch) {
@@ -146,9 +146,9 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
     if (__all_sync(full_mask, !active) || __any_sync(full_mask, n > launch.tile_rows)) return;
     decltype(bind_outputs(a.out, 0)) out{};
     if (active) out = bind_outputs(a.out, s);
-    const S total = scan_channels<STAGES, true>(staging, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, 0, n,
-                                                channel_group<warp_threads>{}.loop_end(n), a.reverse, a.exclusive,
-                                                active ? start_state(a.op, a.initial, s) : a.op.identity());
+    const S total = scan_channels<STAGES, true, RUNS>(
+        staging, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, 0, n, channel_group<warp_threads>{}.loop_end(n),
+        a.reverse, a.exclusive, active ? start_state(a.op, a.initial, s) : a.op.identity());
     if (active) a.write_final(s, total);
     return;
   }
@@ -200,15 +200,15 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
       if (w < warp) before = op(before, totals[w * warp_threads + lane]);
     return before;
   };
-  scan_channel_tile<STAGES, channel_block_held<Pack>()>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out, n,
-                                                        p0, p1, loop_end, a.reverse, a.exclusive, carry_of);
+  scan_channel_tile<STAGES, channel_block_held<Pack>(), RUNS>(staging, op, active ? bind(a.in, s) : bind(a.in, 0), out,
+                                                              n, p0, p1, loop_end, a.reverse, a.exclusive, carry_of);
 }
 
 /// The prefix scan of a channel batch split ragged (dispatch asks plan.hpp's runs_channel_block_tiles first) in
 /// one pass. `lengths`: the batch's view with host offsets, whose groups of 32 longer than a tile the host
 /// lists (layout.hpp's groups_longer_than). False (nothing run) where the stages do not fit the device's
 /// shared memory or there would be 2^31 tiles or more.
-template <class Op, class Pack, class Outs, class Lengths>
+template <bool RUNS, class Op, class Pack, class Outs, class Lengths>
 bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& lengths,
                                 temp_allocator& alloc, cudaStream_t stream) {
   using S = state_t<Op>;
@@ -217,7 +217,7 @@ bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, 
   if constexpr (!layout::staging::used || sizeof(S) % 4 != 0) {
     return false;
   } else {
-    const auto kernel = channel_block_lookback_kernel<K, STAGES, Op, Pack, Outs>;
+    const auto kernel = channel_block_lookback_kernel<K, STAGES, RUNS, Op, Pack, Outs>;
     static std::atomic<int> fits[64] = {}, allowed[64] = {};
     if (groups == 0 || groups >= std::numeric_limits<int>::max() || !fits_shared_memory(fits, kernel, layout::bytes))
       return false;

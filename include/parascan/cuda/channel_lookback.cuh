@@ -147,7 +147,7 @@ __device__ state_t<Op> channel_look_back(const Op& op, const channel_tile_status
 /// them into `total`, asks `carry_of(total)` for the state before them (the look-back: a prefix callback,
 /// as CUB's TilePrefixCallbackOp) and scans them from it, writing every step. The held rows are bytes in
 /// flight beyond shared memory (channel_block_lookback.cuh).
-template <int TILE_STAGES, int HELD = 0, class Op, class... T, class Outs, class CarryOf>
+template <int TILE_STAGES, int HELD = 0, bool RUNS = false, class Op, class... T, class Outs, class CarryOf>
 __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const cursor_pack<T...>& in, const Outs& out,
                                   index_t n, index_t first, index_t p1, index_t loop_end, bool reverse,
                                   bool exclusive, const CarryOf& carry_of) {
@@ -163,14 +163,14 @@ __device__ void scan_channel_tile(unsigned char* tile, const Op& op, const curso
   const index_t p0 = first + HELD;  // the staged rows
 
   row_pieces<T...> pieces;
-  find_row_pieces<0>(in, pieces);
+  find_row_pieces<0, RUNS>(in, pieces, n);
   const bool one_length = __all_sync(full_mask, n == __shfl_sync(full_mask, n, 0));
 #pragma unroll
   for (int k = 0; k < TILE_STAGES; ++k) {
     const index_t row = p0 + index_t(k) * ROWS;
     if (row < loop_end) {
       const bool whole = one_length && __all_sync(full_mask, row + ROWS <= p1);
-      stage_all_rows<ROWS, 0>(in, pieces, row_block{n, row, p0, p1, reverse, whole}, stage(k));
+      stage_all_rows<ROWS, 0, RUNS>(in, pieces, row_block{n, row, p0, p1, reverse, whole}, stage(k));
     }
     __pipeline_commit();
   }
@@ -267,7 +267,7 @@ struct channel_lookback_prefix {
 /// device's resident tiles spread over all groups; group by group, they crowded into one group's and its
 /// look-backs ran hundreds of tiles deep: 32% of copy). Tile j covers positions [j * a.segment, (j + 1) *
 /// a.segment) of the group's 32 sequences; its states sit at slot g * a.splits + j.
-template <int TILE_STAGES, class Op, class Pack, class Outs>
+template <int TILE_STAGES, bool RUNS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(warp_threads)
     channel_lookback_kernel(const segment_args<Op, Pack, Outs> a, const channel_tile_status<state_t<Op>> status) {
   using staging_t = channel_staging<TILE_STAGES, Op, Pack>;
@@ -290,7 +290,7 @@ __global__ void __launch_bounds__(warp_threads)
                                            active ? start_state(a.op, a.initial, s) : a.op.identity(),
                                            active && a.final != nullptr ? a.final + s : nullptr,
                                            active && a.final_states != nullptr ? a.final_states + s : nullptr};
-  scan_channel_tile<TILE_STAGES>(tile, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end,
+  scan_channel_tile<TILE_STAGES, 0, RUNS>(tile, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end,
                                  a.reverse, a.exclusive, prefix);
 }
 
@@ -310,7 +310,7 @@ constexpr index_t channel_tile_steps() {
 /// The prefix scan of a channel-group batch in one pass, every group the tiles of its longest sequence
 /// (dispatch asks plan.hpp's runs_channel_tiles first). False (nothing run) where there would be 2^31
 /// tiles or more.
-template <class Op, class Pack, class Outs>
+template <bool RUNS, class Op, class Pack, class Outs>
 bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
                           cudaStream_t stream) {
   using S = state_t<Op>;
@@ -327,7 +327,7 @@ bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& sha
   detail::temp_buffer memory(alloc, stream, status_t::bytes(tiles));
   detail::cuda_check(cudaMemsetAsync(memory.as<void>(), 0, status_t::level_bytes(tiles), stream),
                      "parascan look-back status");
-  channel_lookback_kernel<channel_tile_stages>
+  channel_lookback_kernel<channel_tile_stages, RUNS>
       <<<unsigned(tiles), warp_threads, 0, stream>>>(a, status_t::in(memory.as<void>(), tiles));
   detail::check_launch("parascan channel_lookback_kernel");
   return true;

@@ -54,7 +54,7 @@ struct channel_slices_layout {
 /// Walks this warp's rows of the tiles of its block's group (32 sequences: this lane's has n steps, the
 /// longest loop_end) from `carry` and returns the carry after them, writing emit() of each step when
 /// WRITE. `shared`: the block's channel_slices_layout. Every thread of the block calls it.
-template <int K, int STAGES, bool WRITE, class Op, class... T, class Outs>
+template <int K, int STAGES, bool WRITE, bool RUNS, class Op, class... T, class Outs>
 __device__ state_t<Op> walk_channel_slices(unsigned char* shared, const Op& op, const cursor_pack<T...>& in,
                                            const Outs& out, index_t n, index_t loop_end, bool reverse,
                                            bool exclusive, state_t<Op> carry) {
@@ -69,12 +69,12 @@ __device__ state_t<Op> walk_channel_slices(unsigned char* shared, const Op& op, 
   S* const totals = reinterpret_cast<S*>(shared + layout::staging_bytes);  // [2][K][32]
 
   row_pieces<T...> pieces;
-  find_row_pieces<0>(in, pieces);
+  find_row_pieces<0, RUNS>(in, pieces, n);
   const bool one_length = __all_sync(full_mask, n == __shfl_sync(full_mask, n, 0));
   const auto stage = [&](int k) { return ring + k * plan::stage_bytes; };
   const auto stage_at = [&](index_t first, int k) {  // this warp's rows from `first`, into stage k
     const bool whole = one_length && __all_sync(full_mask, first + ROWS <= n);
-    stage_all_rows<ROWS, 0>(in, pieces, row_block{n, first, 0, n, reverse, whole}, stage(k));
+    stage_all_rows<ROWS, 0, RUNS>(in, pieces, row_block{n, first, 0, n, reverse, whole}, stage(k));
   };
 #pragma unroll
   for (int k = 0; k < STAGES - 1; ++k) {  // prologue: this warp's rows of the first STAGES - 1 tiles
@@ -138,7 +138,7 @@ __device__ state_t<Op> walk_channel_slices(unsigned char* shared, const Op& op, 
 
 /// One channel group (32 sequences) a block of K warps, whole sequences: a prefix scan (WRITE) or a
 /// reduction.
-template <int K, int STAGES, bool WRITE, class Op, class Pack, class Outs>
+template <int K, int STAGES, bool WRITE, bool RUNS, class Op, class Pack, class Outs>
 __global__ void __launch_bounds__(K * warp_threads) channel_slices_kernel(const segment_args<Op, Pack, Outs> a) {
   extern __shared__ __align__(16) unsigned char slices_shared[];
   const index_t g = a.group_order != nullptr ? a.group_order[blockIdx.x] : index_t(blockIdx.x);
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(K * warp_threads) channel_slices_kernel(const 
   const index_t loop_end = channel_group<warp_threads>{}.loop_end(n);  // the same in every warp
   decltype(bind_outputs(a.out, 0)) out{};
   if (WRITE && active) out = bind_outputs(a.out, s);
-  const state_t<Op> carry = walk_channel_slices<K, STAGES, WRITE>(
+  const state_t<Op> carry = walk_channel_slices<K, STAGES, WRITE, RUNS>(
       slices_shared, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, loop_end, a.reverse, a.exclusive,
       active ? start_state(a.op, a.initial, s) : a.op.identity());
   if (active && threadIdx.x < warp_threads) a.write_final(s, carry);
@@ -185,7 +185,7 @@ constexpr bool channel_slices_alone_pays() {
 /// (WRITE) or a reduction; `mixed_lengths` (groups started longest first): a block a multiprocessor where
 /// that pays (channel_slices_alone_pays, lone_block_shared). False (nothing run) where the stages do not
 /// fit (channel_staging) or a block's shared memory would not fit the device (e.g. sm_75's 64 kB).
-template <bool WRITE, class Op, class Pack, class Outs>
+template <bool WRITE, bool RUNS, class Op, class Pack, class Outs>
 bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool mixed_lengths,
                         cudaStream_t stream) {
   constexpr int K = channel_slice_warps;
@@ -196,7 +196,7 @@ bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, b
   } else {
     if (groups == 0) return true;
     if (groups > std::numeric_limits<int>::max()) return false;
-    const auto kernel = channel_slices_kernel<K, stages, WRITE, Op, Pack, Outs>;
+    const auto kernel = channel_slices_kernel<K, stages, WRITE, RUNS, Op, Pack, Outs>;
     static std::atomic<int> fits[64] = {}, allowed[64] = {};
     static std::atomic<int> lone[64] = {};
     if (!fits_shared_memory(fits, kernel, layout::bytes)) return false;

@@ -171,7 +171,8 @@ __global__ void __launch_bounds__(Group::block_threads, MIN_BLOCKS)
       return active ? bind(a.in, s) : bind(a.in, 0);
   }();
   if constexpr (channels)
-    carry = scan_channels<STAGES, write>(staging, a.op, in, out, n, p0, p1, loop_end, a.reverse, a.exclusive, carry);
+    carry = scan_channels<STAGES, write, Group::runs>(staging, a.op, in, out, n, p0, p1, loop_end, a.reverse,
+                                                     a.exclusive, carry);
   else
     carry = scan_segment<ITEMS, staging_plan<Group, ITEMS, STAGES, Op, Pack>::stages, write>(
         group, temp, staging, staging_t::stage_bytes, a.op, in, out, n, p0, p1, loop_end, a.reverse, a.exclusive,
@@ -376,19 +377,19 @@ template <class Op, class Pack>
 constexpr bool channel_lookback_fits();
 template <class Op, class Pack>
 constexpr index_t channel_tile_steps();
-template <class Op, class Pack, class Outs>
+template <bool RUNS, class Op, class Pack, class Outs>
 bool run_channel_lookback(segment_args<Op, Pack, Outs> a, const batch_shape& shape, temp_allocator& alloc,
                           cudaStream_t stream);
 
 /// A skewed channel batch's single pass (channel_block_lookback.cuh, included at the end of this file).
-template <class Op, class Pack, class Outs, class Lengths>
+template <bool RUNS, class Op, class Pack, class Outs, class Lengths>
 bool run_channel_block_lookback(segment_args<Op, Pack, Outs> a, index_t groups, const Lengths& lengths,
                                 temp_allocator& alloc, cudaStream_t stream);
 
 /// Whole channel groups of several warps that split time (channel_slices.cuh, included at the end of this
 /// file).
 constexpr int channel_slice_warps = 8;
-template <bool WRITE, class Op, class Pack, class Outs>
+template <bool WRITE, bool RUNS, class Op, class Pack, class Outs>
 bool run_channel_slices(const segment_args<Op, Pack, Outs>& a, index_t groups, bool mixed_lengths,
                         cudaStream_t stream);
 template <class Op, class Pack>
@@ -499,7 +500,7 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
                            "parascan group order");
         a.group_order = order.as<index_t>();
       }
-      if (run_channel_slices<WRITE>(a, plan.groups, ordered, stream)) return;
+      if (run_channel_slices<WRITE, Group::runs>(a, plan.groups, ordered, stream)) return;
       a.group_order = nullptr;
     }
   }
@@ -529,17 +530,17 @@ void run_with_group(segment_args<Op, Pack, Outs> a, const batch_shape& shape, co
   }
   if constexpr (WRITE && Group::kind == group_kind::channel && channel_lookback_fits<Op, Pack>()) {
     if (runs_channel_tiles(plan, shape, channel_tile_steps<Op, Pack>()) && single_pass_enabled() &&
-        run_channel_lookback(a, shape, alloc, stream))
+        run_channel_lookback<Group::runs>(a, shape, alloc, stream))
       return;
     if (runs_channel_block_tiles(plan) && single_pass_enabled()) {
-      if (run_channel_block_lookback(a, plan.groups, lengths, alloc, stream)) return;
+      if (run_channel_block_lookback<Group::runs>(a, plan.groups, lengths, alloc, stream)) return;
       // Declined (the device's shared memory): groups of similar lengths split for lack of groups take
       // the one-warp tiles (which ran them before they split ragged; thin steps re-planned from the whole
       // groups of warps, whose blocks are as large, go there too).
       scan_plan even = plan;
       even.ragged = false;
       if (runs_channel_tiles(even, shape, channel_tile_steps<Op, Pack>()) &&
-          run_channel_lookback(a, shape, alloc, stream))
+          run_channel_lookback<Group::runs>(a, shape, alloc, stream))
         return;
     }
   }
@@ -577,6 +578,17 @@ bool run_affine(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape,
 template <class Policy, bool WRITE, class Op, class Pack, class Outs>
 bool run_chain_walk(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, cudaStream_t stream);
 
+/// Whether a view's sequences are channels, fewer than 32 of them adjacent a row (a (B, T, D) or packed
+/// (total, D) batch of D < 32): their channel groups run channel_group's RUNS kernels.
+template <class T>
+bool narrow_channels(const sequences<T>& v) {
+  return v.extent[1] > 1 && v.extent[1] < warp_threads && v.stride[1] == 1;
+}
+template <class T, class B>
+bool narrow_channels(const shifted_sequences<T, B>& v) {
+  return narrow_channels(v.view);
+}
+
 template <class Policy, bool WRITE, class Op, class Pack, class Outs, class Lengths>
 void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const Lengths& lengths,
          temp_allocator& alloc, cudaStream_t stream) {
@@ -600,8 +612,13 @@ void run(const segment_args<Op, Pack, Outs>& a, const batch_shape& shape, const 
       if (group == group_kind::warp)
         return run_with_group<Policy, warp_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
     if constexpr (sizeof(state_t<Op>) <= 32)
-      if (group == group_kind::channel)
+      if (group == group_kind::channel) {
+        // Fewer than 32 channels a sequence: a warp's lanes span sequences, whose rows move in runs of
+        // adjacent lanes in kernels of their own (channel_group's RUNS).
+        if (narrow_channels(a.in.head))
+          return run_with_group<Policy, channel_group<Policy::threads, true>, WRITE>(a, shape, lengths, alloc, stream);
         return run_with_group<Policy, channel_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
+      }
     if constexpr (Policy::combine != combine_variant::warp)
       run_with_group<Policy, block_group<Policy::threads>, WRITE>(a, shape, lengths, alloc, stream);
     else
