@@ -198,6 +198,44 @@ TEST_CASE("channel groups: lanes across >= 32 adjacent sequences (btd, strided, 
   check_strategy<parascan::cuda_policy<64, 3>, 2>(false, 35);
 }
 
+/// lane_run of a warp whose lanes are channels of a packed (total, D) batch (lane l: channel l % D of
+/// sequence l / D, whose rows start at row 100 (l / D) of `data`; lanes from `active` on past the batch,
+/// bound to sequence 0 with length 0), into out[0].
+template <class T>
+__global__ void lane_run_kernel(const T* data, index_t D, index_t active, index_t length_step, int* out) {
+  const index_t lane = threadIdx.x, s = lane < active ? lane : 0, i = s / D;
+  const parascan::cursor<const T> c{data + 100 * i * D + s % D, D};
+  const int run = parascan::engine::lane_run(c, lane < active ? 100 - i * length_step : 0);
+  if (lane == 0) out[0] = run;
+}
+
+template <class T>
+int lane_run_of(index_t D, index_t misalign = 0, index_t active = 32, index_t length_step = 0) {
+  ptest::buffer<T> data{std::size_t(100 * 32 * D + 8)};
+  ptest::buffer<int> out{1};
+  lane_run_kernel<T><<<1, 32>>>(data.data() + misalign, D, active, length_step, out.data());
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  out.download();
+  return out.host[0];
+}
+
+TEST_CASE("runs of adjacent lanes: which warps of a narrow channel batch move in 16-byte pieces") {
+  CHECK(lane_run_of<float>(16) == 16);
+  CHECK(lane_run_of<float>(16, 0, 32, 7) == 16);  // sequences of different lengths: one a run
+  CHECK(lane_run_of<float>(16, 0, 16) == 16);     // lanes 16..31 past the batch
+  CHECK(lane_run_of<float>(16, 0, 20) == 4);      // lanes 16..19 of one sequence, 20..31 past the batch
+  CHECK(lane_run_of<float>(8) == 8);
+  CHECK(lane_run_of<float>(12) == 4);             // runs of 4 inside each sequence's 12 channels
+  CHECK(lane_run_of<float>(4) == 4);
+  CHECK(lane_run_of<float>(2) == 0);              // 8-byte runs: no 16-byte piece
+  CHECK(lane_run_of<float>(16, 1) == 0);          // rows off 16 bytes
+  CHECK(lane_run_of<float>(6) == 0);              // time stride 24 bytes
+  CHECK(lane_run_of<unsigned short>(16) == 16);
+  CHECK(lane_run_of<unsigned short>(8) == 8);
+  CHECK(lane_run_of<unsigned short>(4) == 0);
+  CHECK(lane_run_of<double>(2) == 2);
+}
+
 TEST_CASE("channel groups of fewer than 32 channels: every layout, prefix and reduction, runs of lanes") {
   // Lanes of several sequences move in runs of adjacent lanes (channel.cuh's lane_run: 2 x 2 fp32 states
   // of 16 bytes, runs of 16 at D = 16, of 8 at D = 8 and of 4 at D = 12) in the RUNS kernels

@@ -165,6 +165,12 @@ __device__ __forceinline__ int lane_run(const cursor<const T>& c, index_t n) {
   }
 }
 
+/// A shifted input moves element by element wherever its rows are not whole.
+template <class T>
+__device__ __forceinline__ int lane_run(const shifted_cursor<T>&, index_t) {
+  return 0;
+}
+
 /// Issues the copies of ROWS rows of lanes in runs of RUN (lane_run), 16-byte pieces: lane l copies
 /// piece l % per_row of rows l / per_row, + 32 / per_row, ..., where the run it falls in (leader L) has them.
 template <int RUN, int ROWS, class T>
@@ -255,10 +261,9 @@ template <int K, bool RUNS = false, class... T, class H, class... R>
 __device__ __forceinline__ void find_row_pieces(const cursor_pack<H, R...>& c, row_pieces<T...>& pieces,
                                                 index_t n = 0) {
   pieces.piece[K] = row_piece(c.head);
-  if constexpr (RUNS && std::is_same<H, cursor<const input_element_t<H>>>::value)
-    pieces.run[K] = pieces.piece[K] == 0 ? lane_run(c.head, n) : 0;
-  else
-    pieces.run[K] = 0;
+  pieces.run[K] = 0;
+  if constexpr (RUNS)
+    if (pieces.piece[K] == 0) pieces.run[K] = lane_run(c.head, n);  // (piece: warp-uniform)
   find_row_pieces<K + 1, RUNS>(c.tail, pieces, n);
 }
 
