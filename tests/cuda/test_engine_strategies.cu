@@ -198,23 +198,26 @@ TEST_CASE("channel groups: lanes across >= 32 adjacent sequences (btd, strided, 
   check_strategy<parascan::cuda_policy<64, 3>, 2>(false, 35);
 }
 
-/// lane_run of a warp whose lanes are channels of a packed (total, D) batch (lane l: channel l % D of
-/// sequence l / D, whose rows start at row 100 (l / D) of `data`; lanes from `active` on past the batch,
-/// bound to sequence 0 with length 0), into out[0].
+/// channel_lane_run of a warp whose lanes are channels of a packed batch of D channels, `stride` elements
+/// a row (lane l: channel l % D of sequence l / D, whose rows start at row 100 (l / D) of `data`; lanes
+/// from `active` on past the batch, bound to sequence 0 with length 0), into out[0].
 template <class T>
-__global__ void lane_run_kernel(const T* data, index_t D, index_t active, index_t length_step, int* out) {
+__global__ void lane_run_kernel(const T* data, index_t D, index_t stride, index_t active, index_t length_step,
+                                int* out) {
   const index_t lane = threadIdx.x, s = lane < active ? lane : 0, i = s / D;
-  const parascan::cursor<const T> c{data + 100 * i * D + s % D, D};
-  const int run = parascan::engine::lane_run(c, lane < active ? 100 - i * length_step : 0);
+  const parascan::cursor<const T> c{data + 100 * i * stride + s % D, stride};
+  const int run = parascan::engine::channel_lane_run(c, lane < active ? 100 - i * length_step : 0);
   if (lane == 0) out[0] = run;
 }
 
 template <class T>
-int lane_run_of(index_t D, index_t misalign = 0, index_t active = 32, index_t length_step = 0) {
-  ptest::buffer<T> data{std::size_t(100 * 32 * D + 8)};
-  ptest::buffer<int> out{1};
-  lane_run_kernel<T><<<1, 32>>>(data.data() + misalign, D, active, length_step, out.data());
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+int lane_run_of(index_t D, index_t misalign = 0, index_t active = 32, index_t length_step = 0, index_t stride = 0) {
+  if (stride == 0) stride = D;
+  ptest::buffer<T> data{std::size_t(100 * 32 * stride + 8)};
+  ptest::buffer<int> out{1, -1};
+  out.upload();
+  lane_run_kernel<T><<<1, 32>>>(data.data() + misalign, D, stride, active, length_step, out.data());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
   out.download();
   return out.host[0];
 }
@@ -222,14 +225,16 @@ int lane_run_of(index_t D, index_t misalign = 0, index_t active = 32, index_t le
 TEST_CASE("runs of adjacent lanes: which warps of a narrow channel batch move in 16-byte pieces") {
   CHECK(lane_run_of<float>(16) == 16);
   CHECK(lane_run_of<float>(16, 0, 32, 7) == 16);  // sequences of different lengths: one a run
-  CHECK(lane_run_of<float>(16, 0, 16) == 16);     // lanes 16..31 past the batch
+  CHECK(lane_run_of<float>(16, 0, 16) == 16);     // lanes 16..31 past the batch (length 0: they copy nothing)
   CHECK(lane_run_of<float>(16, 0, 20) == 4);      // lanes 16..19 of one sequence, 20..31 past the batch
   CHECK(lane_run_of<float>(8) == 8);
   CHECK(lane_run_of<float>(12) == 4);             // runs of 4 inside each sequence's 12 channels
   CHECK(lane_run_of<float>(4) == 4);
   CHECK(lane_run_of<float>(2) == 0);              // 8-byte runs: no 16-byte piece
   CHECK(lane_run_of<float>(16, 1) == 0);          // rows off 16 bytes
-  CHECK(lane_run_of<float>(6) == 0);              // time stride 24 bytes
+  CHECK(lane_run_of<float>(6) == 0);              // runs of 4 straddle sequences
+  CHECK(lane_run_of<float>(8, 0, 32, 0, 10) == 0);  // rows 40 bytes apart
+  CHECK(lane_run_of<float>(8, 0, 32, 0, 12) == 8);  // rows 48 bytes apart
   CHECK(lane_run_of<unsigned short>(16) == 16);
   CHECK(lane_run_of<unsigned short>(8) == 8);
   CHECK(lane_run_of<unsigned short>(4) == 0);
@@ -237,9 +242,9 @@ TEST_CASE("runs of adjacent lanes: which warps of a narrow channel batch move in
 }
 
 TEST_CASE("channel groups of fewer than 32 channels: every layout, prefix and reduction, runs of lanes") {
-  // Lanes of several sequences move in runs of adjacent lanes (channel.cuh's lane_run: 2 x 2 fp32 states
-  // of 16 bytes, runs of 16 at D = 16, of 8 at D = 8 and of 4 at D = 12) in the RUNS kernels
-  // (block.cuh's channel_group); time-strided layouts and lanes past the batch element by element.
+  // Lanes of several sequences move in runs of adjacent lanes (channel.cuh's channel_lane_run: 2 x 2 fp32
+  // states of 16 bytes, runs of 16 at D = 16, of 8 at D = 8 and of 4 at D = 12) in the RUNS kernels
+  // (block.cuh's channel_group); time-strided layouts element by element.
   check_strategy<parascan::use_default_policy, 2>(false, 16);
   check_strategy<parascan::use_default_policy, 2>(true, 8);
   check_strategy<parascan::use_default_policy, 2>(false, 12);
@@ -388,12 +393,13 @@ void check_packed_logcumsumexp(const std::vector<index_t>& offsets, index_t D, s
 
 TEST_CASE("channel groups of fewer than 32 channels: partial and mixed lanes, packed (total, 16 / 8 / 4)") {
   // Channel groups from 8 adjacent sequences (plan.hpp's channel_group_from), lanes of several sequences
-  // in runs of adjacent lanes (the RUNS kernels, block.cuh's channel_group), lanes past the batch element
-  // by element: packed (total, 16), (total, 8) and (total, 4) batches of mixed
+  // in runs of adjacent lanes (the RUNS kernels, block.cuh's channel_group), lanes past the batch copying
+  // nothing: packed (total, 16), (total, 8) and (total, 4) batches of mixed
   // lengths (lanes of different lengths in one warp), one sequence of 16, 8 or 4 channels (lanes past the
   // batch; 4: warp groups), three of 8 (and 8 lanes past the batch), each long enough to split for lack
-  // of groups, and 500 of 1..400 rows (whole groups); prefix scans with every option (reverse, exclusive, initial, final), fp32 and bf16 storage,
-  // logcumsumexp. (Not counted here: which kernels ran; host_plan checks the plans.)
+  // of groups, and 500 of 1..400 rows (whole groups); prefix scans with every option (reverse, exclusive,
+  // initial, final), fp32 and bf16 storage, logcumsumexp. (Not counted here: which kernels ran; host_plan
+  // checks the plans.)
   std::atomic<long long> any{0};  // (no launch count to check)
   std::vector<index_t> mixed{0};
   for (int q = 0; q < 70; ++q) mixed.push_back(mixed.back() + 1 + index_t(ptest::uniform(0, 3000)));

@@ -10,7 +10,9 @@
 // Rows whose 32 elements are adjacent in memory move in 16-, 8- or 4-byte pieces from lane 0's
 // element (the widest piece the rows' addresses allow), lane-consecutive; anything else (a partial
 // group of lanes, lanes of different lengths, sequences not adjacent, a shifted input at its boundary)
-// moves element by element, each lane its own, into the same places.
+// moves element by element, each lane its own, into the same places; in the kernels for batches of fewer
+// than 32 channels a sequence (RUNS), lanes in aligned runs of adjacent elements of one sequence move in
+// 16-byte pieces a run (channel_lane_run, copy_run_pieces).
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -139,12 +141,14 @@ __device__ __forceinline__ void stage_rows(const cursor<const T>& c, int piece, 
 /// adjacent elements of one sequence's channels (a (B, T, D) or packed batch of D < 32 channels), which
 /// move in 16-byte pieces rather than element by element. Returns R, or 0 where some run is not: its
 /// elements adjacent with one time stride and one length, its first element and time stride whole 16-byte
-/// pieces apart (lanes past the batch, bound to sequence 0 with length 0, make a run only of themselves).
-/// Warp-uniform; all 32 lanes call it.
+/// pieces apart. Lanes of length 0 (those past the batch included, bound to sequence 0) make runs only
+/// with lanes of length 0, which copy nothing. Warp-uniform; all 32 lanes call it.
 template <class T>
-__device__ __forceinline__ int lane_run(const cursor<const T>& c, index_t n) {
+constexpr bool runs_move = moves_as_bytes<T> && sizeof(T) <= 16 && 16 % sizeof(T) == 0;
+template <class T>
+__device__ __forceinline__ int channel_lane_run(const cursor<const T>& c, index_t n) {
   constexpr unsigned all = 0xffffffffu;
-  if constexpr (!moves_as_bytes<T> || 16 % sizeof(T) != 0) {
+  if constexpr (!runs_move<T>) {
     return 0;
   } else {
     const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(c.base));
@@ -167,17 +171,18 @@ __device__ __forceinline__ int lane_run(const cursor<const T>& c, index_t n) {
 
 /// A shifted input moves element by element wherever its rows are not whole.
 template <class T>
-__device__ __forceinline__ int lane_run(const shifted_cursor<T>&, index_t) {
+__device__ __forceinline__ int channel_lane_run(const shifted_cursor<T>&, index_t) {
   return 0;
 }
 
-/// Issues the copies of ROWS rows of lanes in runs of RUN (lane_run), 16-byte pieces: lane l copies
+/// Issues the copies of ROWS rows of lanes in runs of RUN (channel_lane_run), 16-byte pieces: lane l copies
 /// piece l % per_row of rows l / per_row, + 32 / per_row, ..., where the run it falls in (leader L) has them.
 template <int RUN, int ROWS, class T>
 __device__ __forceinline__ void copy_run_pieces(const cursor<const T>& c, const row_block& b, unsigned char* area) {
   constexpr unsigned all = 0xffffffffu;
   constexpr int row_bytes = 32 * int(sizeof(T)), per_row = row_bytes / 16, run_pieces = RUN * int(sizeof(T)) / 16;
   constexpr int rows_per_pass = 32 / per_row;
+  static_assert(run_pieces >= 1 && rows_per_pass >= 1, "runs of whole 16-byte pieces, rows of at most 32");
   const int lane = int(threadIdx.x) % 32, col = lane % per_row, leader = (col / run_pieces) * RUN;
   // The run's first element, time stride and bounds (one length a run: every lane of it the same).
   const auto lead = __shfl_sync(all, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(c.base)), leader);
@@ -223,23 +228,15 @@ template <int ROWS, class T>
 __device__ __forceinline__ void stage_run_rows(const cursor<const T>& c, int piece, int run, const row_block& b,
                                                unsigned char* area) {
   if ((b.whole && piece != 0) || run == 0) return stage_rows<ROWS>(c, piece, b, area);
-  if (run == 16) return copy_run_pieces<16, ROWS>(c, b, area);
-  if constexpr (sizeof(T) <= 2) {
-    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
-  }
-  if constexpr (sizeof(T) == 4) {
-    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
-    return copy_run_pieces<4, ROWS>(c, b, area);
-  }
-  if constexpr (sizeof(T) == 8) {
-    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
-    if (run == 4) return copy_run_pieces<4, ROWS>(c, b, area);
-    return copy_run_pieces<2, ROWS>(c, b, area);
-  }
-  if constexpr (sizeof(T) == 16) {
-    if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
-    if (run == 4) return copy_run_pieces<4, ROWS>(c, b, area);
-    if (run == 2) return copy_run_pieces<2, ROWS>(c, b, area);
+  // (Only the runs channel_lane_run can find for T: at least 16 bytes, at most 16 lanes.)
+  if constexpr (runs_move<T>) {
+    if (run == 16) return copy_run_pieces<16, ROWS>(c, b, area);
+    if constexpr (sizeof(T) >= 2)
+      if (run == 8) return copy_run_pieces<8, ROWS>(c, b, area);
+    if constexpr (sizeof(T) >= 4)
+      if (run == 4) return copy_run_pieces<4, ROWS>(c, b, area);
+    if constexpr (sizeof(T) >= 8)
+      if (run == 2) return copy_run_pieces<2, ROWS>(c, b, area);
   }
   stage_rows<ROWS>(c, piece, b, area);
 }
@@ -249,7 +246,8 @@ __device__ __forceinline__ void stage_run_rows(const shifted_cursor<T>& c, int p
   stage_rows<ROWS>(c, piece, b, area);
 }
 
-/// Each input's piece size (row_piece), in pack order; in RUNS kernels also its runs of lanes (lane_run).
+/// Each input's piece size (row_piece), in pack order; in RUNS kernels also its runs of lanes
+/// (channel_lane_run).
 template <class... T>
 struct row_pieces {
   int piece[sizeof...(T) > 0 ? sizeof...(T) : 1];
@@ -261,9 +259,7 @@ template <int K, bool RUNS = false, class... T, class H, class... R>
 __device__ __forceinline__ void find_row_pieces(const cursor_pack<H, R...>& c, row_pieces<T...>& pieces,
                                                 index_t n = 0) {
   pieces.piece[K] = row_piece(c.head);
-  pieces.run[K] = 0;
-  if constexpr (RUNS)
-    if (pieces.piece[K] == 0) pieces.run[K] = lane_run(c.head, n);  // (piece: warp-uniform)
+  if constexpr (RUNS) pieces.run[K] = pieces.piece[K] == 0 ? channel_lane_run(c.head, n) : 0;  // (warp-uniform)
   find_row_pieces<K + 1, RUNS>(c.tail, pieces, n);
 }
 

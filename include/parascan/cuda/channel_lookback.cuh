@@ -290,8 +290,8 @@ __global__ void __launch_bounds__(warp_threads)
                                            active ? start_state(a.op, a.initial, s) : a.op.identity(),
                                            active && a.final != nullptr ? a.final + s : nullptr,
                                            active && a.final_states != nullptr ? a.final_states + s : nullptr};
-  scan_channel_tile<TILE_STAGES, 0, RUNS>(tile, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1, loop_end,
-                                 a.reverse, a.exclusive, prefix);
+  scan_channel_tile<TILE_STAGES, 0, RUNS>(tile, a.op, active ? bind(a.in, s) : bind(a.in, 0), out, n, p0, p1,
+                                          loop_end, a.reverse, a.exclusive, prefix);
 }
 
 /// Whether channel groups of this operator and inputs can run the look-back: states in 4-byte words, a
