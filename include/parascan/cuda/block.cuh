@@ -165,8 +165,8 @@ struct thread_group {
 /// step by step (channel.cuh). One warp a block whatever the policy's block size: a batch of 12288
 /// channels is only 384 groups, and one-warp blocks spread them over every multiprocessor. RUNS: kernels
 /// of their own for batches of fewer than 32 channels a sequence, whose rows move in runs of adjacent
-/// lanes where they can (channel.cuh's channel_lane_run; in every kernel, the code slowed the wide batches' block
-/// tiles, which sit at their register cap).
+/// lanes where they can (channel.cuh's channel_lane_run; in every kernel, the code slowed the wide
+/// batches' block tiles, which sit at their register cap).
 template <int THREADS, bool RUNS = false>
 struct channel_group {
   static constexpr group_kind kind = group_kind::channel;
