@@ -254,10 +254,10 @@ struct row_pieces {
   int run[sizeof...(T) > 0 ? sizeof...(T) : 1];
 };
 template <int K, bool RUNS = false, class... T>
-__device__ __forceinline__ void find_row_pieces(const cursor_pack<>&, row_pieces<T...>&, index_t = 0) {}
+__device__ __forceinline__ void find_row_pieces(const cursor_pack<>&, row_pieces<T...>&, index_t) {}
 template <int K, bool RUNS = false, class... T, class H, class... R>
 __device__ __forceinline__ void find_row_pieces(const cursor_pack<H, R...>& c, row_pieces<T...>& pieces,
-                                                index_t n = 0) {
+                                                index_t n) {  // n: this lane's length (runs need one a run)
   pieces.piece[K] = row_piece(c.head);
   if constexpr (RUNS) pieces.run[K] = pieces.piece[K] == 0 ? channel_lane_run(c.head, n) : 0;  // (warp-uniform)
   find_row_pieces<K + 1, RUNS>(c.tail, pieces, n);
