@@ -260,6 +260,20 @@ TEST_CASE("runtime-size matrix chains: TF32 panels (GPU: N = 128 and 256, groups
           (N == 128 || parascan::detail::panel_wgmma_loaded()) && !(c.exclusive && c.final);
       CHECK(passes == (prefix_on_panels ? 3 : 1));
     }
+  // Many short chains: few groups a chain (2 and 5 at N = 128 on 132 multiprocessors), so the scan over
+  // the group products runs from no level up (group_scan).
+  for (const index_t count : {index_t(100), index_t(44)}) {
+    chain_case c;
+    c.in = {count, count == 100 ? 9 : 23, 128, 128, 0, false, matrix_storage::row_major};
+    c.out = c.in;
+    c.initial = c.exclusive = count == 44;
+    c.order = count == 44 ? chain_order::right_to_left : chain_order::left_to_right;
+    c.math = matrix_math::tf32;
+    const long long before = parascan::detail::panel_passes().load();
+    check_runtime_chain<float>(c);
+    INFO(c.describe());
+    CHECK(parascan::detail::panel_passes().load() > before);
+  }
   // Factors whose rows are not 16-byte pieces (ld = N + 1) run the tree.
   chain_case c;
   c.in = {1, 301, 256, 257, 0, false, matrix_storage::row_major};

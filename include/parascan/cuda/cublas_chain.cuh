@@ -217,19 +217,30 @@ __global__ void copy_chain_matrices(chain_matrix<const S> from, chain_matrix<S> 
   S* dst = to.at(s);
   const bool dst_rows = to.form.storage == matrix_storage::row_major;
   const bool src_rows = from.form.storage == matrix_storage::row_major;
-  for (index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x; k < N * N; k += index_t(gridDim.x) * blockDim.x) {
-    const index_t major = k / N, minor = k % N;  // consecutive threads write consecutive scalars
-    const index_t i = dst_rows ? major : minor, j = dst_rows ? minor : major;
-    const S value = src == nullptr ? S(i == j ? 1 : 0) : src_rows ? src[i * from.form.ld + j] : src[i + j * from.form.ld];
-    (dst_rows ? dst[i * to.form.ld + j] : dst[i + j * to.form.ld]) = value;
-  }
+  const auto copy = [&](auto entries) {  // (32-bit places where they reach: 64-bit division is slow)
+    using place = decltype(entries);
+    const place size = place(N);
+    for (place k = place(blockIdx.x) * blockDim.x + threadIdx.x; k < entries; k += place(gridDim.x) * blockDim.x) {
+      const index_t major = k / size, minor = k % size;  // consecutive threads write consecutive scalars
+      const index_t i = dst_rows ? major : minor, j = dst_rows ? minor : major;
+      const S value =
+          src == nullptr ? S(i == j ? 1 : 0) : src_rows ? src[i * from.form.ld + j] : src[i + j * from.form.ld];
+      (dst_rows ? dst[i * to.form.ld + j] : dst[i + j * to.form.ld]) = value;
+    }
+  };
+  if (N * N <= index_t(UINT_MAX) - index_t(gridDim.x) * blockDim.x)
+    copy(unsigned(N * N));
+  else
+    copy(index_t(N * N));
 }
 
 template <class S>
 void copy_matrices(const chain_matrix<const S>& from, const chain_matrix<S>& to, index_t count, index_t N,
                    cudaStream_t stream) {
+  // An entry a thread, up to 1024 blocks a matrix (256 KiB took 7.6 us at 8 entries a thread with 64-bit
+  // division, H200).
   const index_t threads = std::min<index_t>(256, ((N * N + 31) / 32) * 32);
-  const unsigned pieces = unsigned(std::min<index_t>((N * N + threads * 8 - 1) / (threads * 8), 1024));
+  const unsigned pieces = unsigned(std::min<index_t>((N * N + threads - 1) / threads, 1024));
   for (index_t first = 0; first < count; first += 65535) {
     const dim3 grid(pieces, unsigned(std::min<index_t>(count - first, 65535)));
     copy_chain_matrices<S><<<grid, unsigned(threads), 0, stream>>>(from, to, N, first);
@@ -359,8 +370,8 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
 /// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies (and N ld < 2^31), a device that
 /// runs them; a reduction, or a prefix without an exclusive final product (the tree's last call). A prefix
 /// at N = 256 runs here only on wgmma: on mma.sync its two passes and the tree over its carries (0.60 ms
-/// for 1024 factors, H200) lose to the tree alone (0.58); on wgmma 0.50 ms with row-contiguous outputs as
-/// read, 0.55 with column-contiguous ones (their own store: 0.64 without it). As many groups
+/// for 1024 factors, H200) lose to the tree alone (0.58); on wgmma 0.435 ms with row-contiguous outputs as
+/// read, 0.472 with column-contiguous ones (group_scan's carries; 0.50 / 0.55 with the tree's). As many groups
 /// as fill the device once, each of at least four factors, their blocks at least half of what the device
 /// holds at once (else the tree's levels are as fast); for a reduction a power of two where that keeps
 /// three quarters of them (an odd level of the tree over the group products copies its leftover along: 7
@@ -394,7 +405,85 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
       while (power & (power - 1)) power &= power - 1;
       if (4 * power >= 3 * groups) groups = power;
     }
-    return groups >= 1 && 2 * t.count * groups * panels >= slots ? groups : 0;
+    if (groups < 1 || 2 * t.count * groups * panels < slots) return 0;
+    // A prefix: as few groups as keep the longest one (the passes' time), for fewer levels of the scan over
+    // them (1024 factors: 64 groups of 16, 6 levels, not 66 of 15 or 16, 7 levels).
+    const index_t longest = (m + groups - 1) / groups;
+    return t.prefix ? (m + longest - 1) / longest : groups;
+  }
+}
+
+/// The carries of a prefix on the TF32 panels: each chain's inclusive scan over its m group products, as a
+/// Sklansky scan, ceil(log2 m) levels of one batched call each (at N = 256, H200: 74 us for 63 products,
+/// six calls of 12 us; the tree, three calls a level and a copy, took 120 for 65). At level l every position
+/// j with bit l set takes V[j] <- V[low] V[j] (in the chain's order), low the last position of the block of
+/// 2^l before j's. cuBLAS's C may not alias A or B, so a value moves between two buffers at each update:
+/// after the levels below l, V[j] is in buffers[popcount(j mod 2^l) % 2] (V[low] in buffers[l % 2]), and
+/// the carry of group g >= 1 (the scan at g - 1) ends in buffers[popcount(g - 1) % 2].
+struct group_scan {
+  float* buffers[2];  // buffers[0]: the group products, chain s's m at (s m + j) N^2
+  index_t count = 0, m = 0, NN = 0;
+  bool left_to_right = true;
+  int levels = 0;
+  index_t item_at[65] = {};  // level l's first item (its items: count per_level(l), chain by chain)
+
+  PARASCAN_HD index_t per_level(int l) const {  // positions j < m with bit l set
+    const index_t block = index_t(2) << l, half = index_t(1) << l;
+    return (m / block) * half + (m % block > half ? m % block - half : 0);
+  }
+  PARASCAN_HD void item(index_t k, const float*& a, const float*& b, float*& c) const {
+    int l = 0;
+    while (k >= item_at[l + 1]) ++l;
+    const index_t r = k - item_at[l], s = r / per_level(l), i = r % per_level(l), half = index_t(1) << l;
+    const index_t j = ((i >> l) << (l + 1)) | half | (i & (half - 1)), low = ((j >> (l + 1)) << (l + 1)) + half - 1;
+#if defined(__CUDA_ARCH__)
+    const int from = __popcll(static_cast<unsigned long long>(j & (half - 1))) & 1;
+#else
+    const int from = __builtin_popcountll(static_cast<unsigned long long>(j & (half - 1))) & 1;
+#endif
+    const float* earlier = buffers[l & 1] + (s * m + low) * NN;
+    const float* later = buffers[from] + (s * m + j) * NN;
+    c = buffers[from ^ 1] + (s * m + j) * NN;
+    a = left_to_right ? earlier : later;
+    b = left_to_right ? later : earlier;
+  }
+};
+
+__global__ void build_group_scan_pointers(group_scan scan, const float** a, const float** b, float** c) {
+  const index_t items = scan.item_at[scan.levels];
+  for (index_t k = blockIdx.x * index_t(blockDim.x) + threadIdx.x; k < items; k += index_t(gridDim.x) * blockDim.x)
+    scan.item(k, a[k], b[k], c[k]);
+}
+
+/// Runs the group scan over `products` (count chains of m), with `spare` (as large) as the second buffer.
+inline void scan_group_products(cudaStream_t stream, temp_allocator& alloc, chain_order order, float* products,
+                                float* spare, index_t count, index_t m, index_t N, matrix_storage storage,
+                                matrix_math math) {
+  group_scan scan;
+  scan.buffers[0] = products;
+  scan.buffers[1] = spare;
+  scan.count = count;
+  scan.m = m;
+  scan.NN = N * N;
+  scan.left_to_right = order == chain_order::left_to_right;
+  while ((index_t(1) << scan.levels) < m) {
+    scan.item_at[scan.levels + 1] = scan.item_at[scan.levels] + count * scan.per_level(scan.levels);
+    ++scan.levels;
+  }
+  const index_t items = scan.item_at[scan.levels];
+  if (items == 0) return;
+  temp_buffer pointers(alloc, stream, std::size_t(items) * 3 * sizeof(void*));
+  const float** a = pointers.as<const float*>();
+  const float** b = a + items;
+  float** c = pointers.as<float*>() + 2 * items;
+  build_group_scan_pointers<<<unsigned(std::min<index_t>((items + 255) / 256, 65536)), 256, 0, stream>>>(scan, a, b, c);
+  check_launch("matrix chain (group scan pointers)");
+  cublas_lease handle(stream);
+  const operand_form dense{storage, N};
+  for (int l = 0; l < scan.levels; ++l) {
+    const index_t first = scan.item_at[l];
+    batched_products<float>(handle.get(), N, dense, dense, dense, a + first, b + first, c + first,
+                            scan.item_at[l + 1] - first, math);
   }
 }
 
@@ -437,13 +526,12 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
     run_cublas_chain<float>(stream, alloc, order, dense_chain(p.products, groups), nullptr, inner, result);
     return;
   }
-  temp_buffer carries(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
-  const matrix_sequences<float> carry_view = dense_chain(carries.as<float>(), p.launched);
-  if (p.launched > 0)
-    run_cublas_chain<float>(stream, alloc, order, dense_chain(p.products, p.launched), &carry_view, inner, nullptr);
+  temp_buffer spare(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
+  scan_group_products(stream, alloc, order, p.products, spare.as<float>(), count, p.launched, N, dense_storage, math);
   p.launched = groups;
+  p.carries[0] = p.products;
+  p.carries[1] = spare.as<float>();
   p.products = nullptr;
-  p.carries = carries.as<float>();
   p.write_steps = true;
   run(p);
 }

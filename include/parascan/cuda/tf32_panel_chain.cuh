@@ -10,8 +10,9 @@
 //
 // A call (cublas_chain.cuh, run_panel_chain): pass 1 multiplies each group (balanced groups of at least 4
 // factors, enough of them to fill the device once) into dense workspace; the group products then go
-// through the tree (the product, or the carries: the exclusive prefix of the groups); a prefix then runs
-// pass 2, each group from its carry, writing every step.
+// through the tree (the product) or a scan of their own (a prefix's carries: the exclusive prefix of the
+// groups, cublas_chain.cuh's group_scan); a prefix then runs pass 2, each group from its carry, writing
+// every step.
 //
 // Arithmetic: in sm_90a builds wgmma (panel_wgmma: the transposed product, the panel as the shared-memory
 // operand, each warpgroup loading and multiplying its half of the columns between factors); elsewhere
@@ -104,7 +105,9 @@ struct panel_pass {
   matrix_strides dense;                // the workspace's dense matrices (group products, carries)
   matrix_strides out;                  // the outputs (pass 2)
   float* products = nullptr;           // pass 1: group g of chain s at (s * launched + g) N^2
-  const float* carries = nullptr;      // pass 2: carry of group g >= 1 at (s * (groups - 1) + g - 1) N^2
+  // Pass 2: the carry of group g >= 1 at (s * (groups - 1) + g - 1) N^2 in carries[popcount(g - 1) % 2]
+  // (cublas_chain.cuh, group_scan).
+  const float* carries[2] = {nullptr, nullptr};
   bool write_steps = false;            // pass 2
 
   PARASCAN_HD index_t first(index_t g) const { return g * tree.m[0] / groups; }
@@ -368,8 +371,10 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   const index_t first = p.first(g), last = p.first(g + 1);
 
   // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
-  const bool from_carry = p.carries != nullptr && g > 0;
-  const float* start = from_carry ? p.carries + (s * (p.groups - 1) + g - 1) * NN : p.tree.x0(s, first);
+  const bool from_carry = p.write_steps && g > 0;
+  const float* start = from_carry ? p.carries[__popcll(static_cast<unsigned long long>(g - 1)) & 1] +
+                                        (s * (p.groups - 1) + g - 1) * NN
+                                  : p.tree.x0(s, first);
   const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.first_item : p.factor;
   const index_t step_first = from_carry ? first : first + 1, steps = last - step_first;
   // Threads along k where the start's rows are contiguous; else 8 rows x 4 columns a warp (32 bytes of each
