@@ -1192,12 +1192,14 @@ parascan::cuda kept_workspace() {
   return parascan::cuda{nullptr, &allocator};
 }
 
-/// Runtime-size N x N fp32 chains (ops/runtime_matrix_chain.hpp, cuBLAS), column-major, one chain of T:
+/// Runtime-size N x N fp32 chains (ops/runtime_matrix_chain.hpp, cuBLAS), column-major (or, `rows`,
+/// row-major: PyTorch's layout), one chain of T:
 /// the prefix (matrix_chain) or the product (matrix_chain_product), exact or TF32. Factors: 16 (8 from
 /// N = 512) Haar-random orthogonal matrices in an irregular order, as bench/matrix_peers.py's (near-identity
 /// factors such as single reflections make TF32's rounding systematic); checked against an fp64 sequential
 /// product on the GPU (cuBLAS DGEMM) of the stored factors at every 97th step and the last, entrywise.
-void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefix, parascan::matrix_math math) {
+void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefix, parascan::matrix_math math,
+                       bool rows = false) {
   const index_t NN = N * N;
   const int pool_size = N >= 512 ? 8 : 16;
   const auto pick_factor = [&](index_t t) { return int((t * 5 + t / 16) % pool_size); };
@@ -1209,7 +1211,7 @@ void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefi
   check(cudaMemcpy(pool_d.p, pool64.data(), pool64.size() * 8, cudaMemcpyHostToDevice), "pool");
   for (index_t t = 0; t < T; ++t)
     check(cudaMemcpy(in.p + t * NN, pool.p + pick_factor(t) * NN, NN * 4, cudaMemcpyDeviceToDevice), "fill");
-  const auto col = parascan::matrix_storage::column_major;
+  const auto col = rows ? parascan::matrix_storage::row_major : parascan::matrix_storage::column_major;
   const auto factors = parascan::dense_chains<const float>(in.p, 1, T, N, col);
   parascan::matrix_options<float> o;
   o.math = math;
@@ -1229,9 +1231,10 @@ void run_runtime_chain(context& ctx, record& r, index_t N, index_t T, bool prefi
     std::vector<double> want(static_cast<std::size_t>(NN));
     std::vector<float> got(static_cast<std::size_t>(NN));
     for (index_t t = 0; t < T; ++t) {
-      if (t > 0) {
-        cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(N), int(N), &one, p, int(N),
-                    pool_d.p + pick_factor(t) * NN, int(N), &zero, q, int(N));
+      if (t > 0) {  // (row-major: the transposes, read column-major, multiply in the other order)
+        const double* factor = pool_d.p + pick_factor(t) * NN;
+        cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(N), int(N), &one, rows ? factor : p, int(N),
+                    rows ? p : factor, int(N), &zero, q, int(N));
         std::swap(p, q);
       }
       if (t != T - 1 && (!prefix || t % 97 != 0)) continue;
@@ -1470,6 +1473,10 @@ std::vector<bench_case> make_cases(bool sweep) {
       add("parascan", "matrix_chain_product runtime " + size, "matrix_chain_product (runtime N, cuBLAS)", dtype, "bt",
           {1, 1000, N, N}, 1000, 1, 4.0 * N * N, 1000, N == 256,
           [=](context& c, record& r) { run_runtime_chain(c, r, N, 1000, false, math); });
+      if (N == 256)  // (row-major: the other layout of the TF32 panels' kernels, and PyTorch's)
+        add("parascan", "matrix_chain runtime " + size + " row-major", "matrix_chain (runtime N, cuBLAS)", dtype, "bt",
+            {1, 1024, N, N}, 1024, 1, 8.0 * N * N, 1024, false,
+            [=](context& c, record& r) { run_runtime_chain(c, r, N, 1024, true, math, true); });
     }
   // Their backward passes (bytes: prefix in, out, grad_out read and grad_in written; reduction in read,
   // grad_in written). The prefix's workspace is about 12 N^2 floats a step: N = 1024 would need 51 GB.
