@@ -37,6 +37,7 @@
 #include "../matrix_sequences.hpp"
 #include "check.cuh"
 #include "chain_tree.cuh"
+#include "group_scan.cuh"
 #include "memory.cuh"
 #include "tf32_panel_chain.cuh"
 
@@ -413,50 +414,15 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
   }
 }
 
-/// The carries of a prefix on the TF32 panels: each chain's inclusive scan over its m group products, as a
-/// Sklansky scan, ceil(log2 m) levels of one batched call each (at N = 256, H200: 74 us for 63 products,
-/// six calls of 12 us; the tree, three calls a level and a copy, took 120 for 65). At level l every position
-/// j with bit l set takes V[j] <- V[low] V[j] (in the chain's order), low the last position of the block of
-/// 2^l before j's. cuBLAS's C may not alias A or B, so a value moves between two buffers at each update:
-/// after the levels below l, V[j] is in buffers[popcount(j mod 2^l) % 2] (V[low] in buffers[l % 2]), and
-/// the carry of group g >= 1 (the scan at g - 1) ends in buffers[popcount(g - 1) % 2].
-struct group_scan {
-  float* buffers[2];  // buffers[0]: the group products, chain s's m at (s m + j) N^2
-  index_t count = 0, m = 0, NN = 0;
-  bool left_to_right = true;
-  int levels = 0;
-  index_t item_at[65] = {};  // level l's first item (its items: count per_level(l), chain by chain)
-
-  PARASCAN_HD index_t per_level(int l) const {  // positions j < m with bit l set
-    const index_t block = index_t(2) << l, half = index_t(1) << l;
-    return (m / block) * half + (m % block > half ? m % block - half : 0);
-  }
-  PARASCAN_HD void item(index_t k, const float*& a, const float*& b, float*& c) const {
-    int l = 0;
-    while (k >= item_at[l + 1]) ++l;
-    const index_t r = k - item_at[l], s = r / per_level(l), i = r % per_level(l), half = index_t(1) << l;
-    const index_t j = ((i >> l) << (l + 1)) | half | (i & (half - 1)), low = ((j >> (l + 1)) << (l + 1)) + half - 1;
-#if defined(__CUDA_ARCH__)
-    const int from = __popcll(static_cast<unsigned long long>(j & (half - 1))) & 1;
-#else
-    const int from = __builtin_popcountll(static_cast<unsigned long long>(j & (half - 1))) & 1;
-#endif
-    const float* earlier = buffers[l & 1] + (s * m + low) * NN;
-    const float* later = buffers[from] + (s * m + j) * NN;
-    c = buffers[from ^ 1] + (s * m + j) * NN;
-    a = left_to_right ? earlier : later;
-    b = left_to_right ? later : earlier;
-  }
-};
-
 __global__ void build_group_scan_pointers(group_scan scan, const float** a, const float** b, float** c) {
-  const index_t items = scan.item_at[scan.levels];
+  const index_t items = scan.item_at[scan.calls];
   for (index_t k = blockIdx.x * index_t(blockDim.x) + threadIdx.x; k < items; k += index_t(gridDim.x) * blockDim.x)
     scan.item(k, a[k], b[k], c[k]);
 }
 
-/// Runs the group scan over `products` (count chains of m), with `spare` (as large) as the second buffer.
-inline void scan_group_products(cudaStream_t stream, temp_allocator& alloc, chain_order order, float* products,
+/// Runs the group scan (group_scan.cuh) over `products` (count chains of m), with `spare` (as large) as
+/// the second buffer; returns whether it paired.
+inline bool scan_group_products(cudaStream_t stream, temp_allocator& alloc, chain_order order, float* products,
                                 float* spare, index_t count, index_t m, index_t N, matrix_storage storage,
                                 matrix_math math) {
   group_scan scan;
@@ -466,12 +432,12 @@ inline void scan_group_products(cudaStream_t stream, temp_allocator& alloc, chai
   scan.m = m;
   scan.NN = N * N;
   scan.left_to_right = order == chain_order::left_to_right;
-  while ((index_t(1) << scan.levels) < m) {
-    scan.item_at[scan.levels + 1] = scan.item_at[scan.levels] + count * scan.per_level(scan.levels);
-    ++scan.levels;
-  }
-  const index_t items = scan.item_at[scan.levels];
-  if (items == 0) return;
+  // Paired where a level would hold more than 16 products of 256 x 256 (or as much work).
+  const double level_work = double(count) * double(m / 2) * double(N) * double(N) * double(N);
+  scan.paired = level_work > 16.0 * 256 * 256 * 256;
+  scan.plan();
+  const index_t items = scan.item_at[scan.calls];
+  if (items == 0) return scan.paired;
   temp_buffer pointers(alloc, stream, std::size_t(items) * 3 * sizeof(void*));
   const float** a = pointers.as<const float*>();
   const float** b = a + items;
@@ -480,11 +446,12 @@ inline void scan_group_products(cudaStream_t stream, temp_allocator& alloc, chai
   check_launch("matrix chain (group scan pointers)");
   cublas_lease handle(stream);
   const operand_form dense{storage, N};
-  for (int l = 0; l < scan.levels; ++l) {
-    const index_t first = scan.item_at[l];
+  for (int call = 0; call < scan.calls; ++call) {
+    const index_t first = scan.item_at[call];
     batched_products<float>(handle.get(), N, dense, dense, dense, a + first, b + first, c + first,
-                            scan.item_at[l + 1] - first, math);
+                            scan.item_at[call + 1] - first, math);
   }
+  return scan.paired;
 }
 
 /// A chain on the TF32 panels: pass 1 into group products, the tree over them (the product, or the
@@ -527,7 +494,8 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
     return;
   }
   temp_buffer spare(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
-  scan_group_products(stream, alloc, order, p.products, spare.as<float>(), count, p.launched, N, dense_storage, math);
+  p.carries_paired = scan_group_products(stream, alloc, order, p.products, spare.as<float>(), count, p.launched, N,
+                                         dense_storage, math);
   p.launched = groups;
   p.carries[0] = p.products;
   p.carries[1] = spare.as<float>();

@@ -11,7 +11,7 @@
 // A call (cublas_chain.cuh, run_panel_chain): pass 1 multiplies each group (balanced groups of at least 4
 // factors, enough of them to fill the device once) into dense workspace; the group products then go
 // through the tree (the product) or a scan of their own (a prefix's carries: the exclusive prefix of the
-// groups, cublas_chain.cuh's group_scan); a prefix then runs pass 2, each group from its carry, writing
+// groups, group_scan.cuh); a prefix then runs pass 2, each group from its carry, writing
 // every step.
 //
 // Arithmetic: in sm_90a builds wgmma (panel_wgmma: the transposed product, the panel as the shared-memory
@@ -40,6 +40,7 @@
 #include "chain_tree.cuh"
 #include "check.cuh"
 #include "device.cuh"
+#include "group_scan.cuh"
 #include "matrix.cuh"
 #include "wgmma.cuh"
 
@@ -105,9 +106,10 @@ struct panel_pass {
   matrix_strides dense;                // the workspace's dense matrices (group products, carries)
   matrix_strides out;                  // the outputs (pass 2)
   float* products = nullptr;           // pass 1: group g of chain s at (s * launched + g) N^2
-  // Pass 2: the carry of group g >= 1 at (s * (groups - 1) + g - 1) N^2 in carries[popcount(g - 1) % 2]
-  // (cublas_chain.cuh, group_scan).
+  // Pass 2: the carry of group g >= 1 at (s * (groups - 1) + g - 1) N^2 in carries[carry_buffer(g - 1,
+  // carries_paired)] (group_scan.cuh).
   const float* carries[2] = {nullptr, nullptr};
+  bool carries_paired = false;
   bool write_steps = false;            // pass 2
 
   PARASCAN_HD index_t first(index_t g) const { return g * tree.m[0] / groups; }
@@ -372,7 +374,7 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
 
   // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
   const bool from_carry = p.write_steps && g > 0;
-  const float* start = from_carry ? p.carries[__popcll(static_cast<unsigned long long>(g - 1)) & 1] +
+  const float* start = from_carry ? p.carries[carry_buffer(g - 1, p.carries_paired)] +
                                         (s * (p.groups - 1) + g - 1) * NN
                                   : p.tree.x0(s, first);
   const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.first_item : p.factor;
