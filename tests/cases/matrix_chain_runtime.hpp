@@ -216,7 +216,8 @@ TEST_CASE("runtime-size matrix chains: TF32 panels (GPU: N = 128 and 256, groups
   // Chains long enough for the panels (blocks for half the device at least), one or two of them: every
   // option, both orders, row- and column-major factors (each a layout of the kernel's stages), padded
   // leading dimensions and gaps that keep 16-byte pieces; an exclusive scan with a final matrix (and the
-  // prefix at N = 256 without wgmma) run the tree (checked alike).
+  // prefix at N = 256 without wgmma) run the tree (checked alike). The carries' scan (group_scan.cuh)
+  // runs paired at N = 256 (59 or 60 group products a chain, 29 or 30 for two chains), unpaired at 128.
   // tests/CMakeLists.txt builds this test with sm_90a code (a Hopper device runs the wgmma path) and a
   // twin with plain sm_90 code (the mma.sync path).
   {

@@ -454,8 +454,9 @@ inline bool scan_group_products(cudaStream_t stream, temp_allocator& alloc, chai
   return scan.paired;
 }
 
-/// A chain on the TF32 panels: pass 1 into group products, the tree over them (the product, or the
-/// carries: the exclusive prefix of the groups), pass 2 (a prefix) from the carries, writing every step.
+/// A chain on the TF32 panels: pass 1 into group products, the tree over them (the product) or the group
+/// scan (a prefix's carries: the exclusive prefix of the groups), pass 2 (a prefix) from the carries,
+/// writing every step.
 inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order, const chain_tree<float>& t,
                             const matrix_sequences<float>* out, matrix_storage dense_storage, matrix_math math,
                             index_t groups, float* result) {

@@ -50,7 +50,6 @@ struct group_scan {
     const index_t block = index_t(2) << l, half = index_t(1) << l;
     return (n / block) * half + (n % block > half ? n % block - half : 0);
   }
-  PARASCAN_HD int levels() const { return paired ? calls - 2 : calls; }
   /// Products a chain in call c.
   PARASCAN_HD index_t per_chain(int c) const {
     if (paired && c == 0) return m / 2;
