@@ -249,10 +249,20 @@ void copy_matrices(const chain_matrix<const S>& from, const chain_matrix<S>& to,
   }
 }
 
-template <class S>
-__global__ void build_tree_pointers(chain_tree<S> tree, index_t items, const S** a, const S** b, S** c) {
+template <class Layout, class S>
+__global__ void build_item_pointers(Layout layout, index_t items, const S** a, const S** b, S** c) {
   for (index_t k = blockIdx.x * index_t(blockDim.x) + threadIdx.x; k < items; k += index_t(gridDim.x) * blockDim.x)
-    tree.item(k, a[k], b[k], c[k]);
+    layout.item(k, a[k], b[k], c[k]);
+}
+
+/// The pointer arrays of a layout's batched products (chain_tree, group_scan: item(k, A, B, C), C = A B),
+/// built by one kernel: items k < `items` at a[k], b[k], c[k].
+template <class Layout, class S>
+void build_pointers(cudaStream_t stream, const Layout& layout, index_t items, const S** a, const S** b, S** c) {
+  if (items <= 0) return;
+  const unsigned blocks = unsigned(std::min<index_t>((items + 255) / 256, 65536));
+  build_item_pointers<Layout, S><<<blocks, 256, 0, stream>>>(layout, items, a, b, c);
+  check_launch("matrix chain (pointers)");
 }
 
 /// Lays out the tree's levels (lengths, workspace, items) from its level-0 length m[0]; returns the
@@ -414,12 +424,6 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
   }
 }
 
-__global__ void build_group_scan_pointers(group_scan scan, const float** a, const float** b, float** c) {
-  const index_t items = scan.item_at[scan.calls];
-  for (index_t k = blockIdx.x * index_t(blockDim.x) + threadIdx.x; k < items; k += index_t(gridDim.x) * blockDim.x)
-    scan.item(k, a[k], b[k], c[k]);
-}
-
 /// Runs the group scan (group_scan.cuh) over `products` (count chains of m), with `spare` (as large) as
 /// the second buffer; returns whether it paired.
 inline bool scan_group_products(cudaStream_t stream, temp_allocator& alloc, chain_order order, float* products,
@@ -442,8 +446,7 @@ inline bool scan_group_products(cudaStream_t stream, temp_allocator& alloc, chai
   const float** a = pointers.as<const float*>();
   const float** b = a + items;
   float** c = pointers.as<float*>() + 2 * items;
-  build_group_scan_pointers<<<unsigned(std::min<index_t>((items + 255) / 256, 65536)), 256, 0, stream>>>(scan, a, b, c);
-  check_launch("matrix chain (group scan pointers)");
+  build_pointers(stream, scan, items, a, b, c);
   cublas_lease handle(stream);
   const operand_form dense{storage, N};
   for (int call = 0; call < scan.calls; ++call) {
@@ -583,11 +586,7 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
     const S** a = pointers.as<const S*>();
     const S** b = a + items;
     S** c = pointers.as<S*>() + 2 * items;
-    if (items > 0) {
-      const unsigned blocks = unsigned(std::min<index_t>((items + 255) / 256, 65536));
-      build_tree_pointers<S><<<blocks, 256, 0, stream>>>(t, items, a, b, c);
-      check_launch("matrix chain (pointers)");
-    }
+    build_pointers(stream, t, items, a, b, c);
     run_tree<S>(handle.get(), stream, t, a, b, c, in_form, out_form, dense_form, t.lead ? dense_form : in_form,
                 opts.math);
   }
