@@ -485,14 +485,27 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
   };
   matrix_options<float> inner;
   inner.math = math;
-  // Pass 1: every group's product (a prefix needs all but the last).
+  // Pass 1: every group's product (a prefix needs all but the last). Where the factors as read keep each
+  // column's entries adjacent, the groups run backwards over the transposes, which reads them row-contiguous:
+  // the faster loads (pass 1 at N = 256 on an H200: 171 us for column-major factors, 158 for row-major).
+  // (The initial matrix, group 0's last item then, must share the factors' strides.)
   p.launched = t.prefix ? groups - 1 : groups;
   temp_buffer products(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
   p.products = products.as<float>();
   const auto dense_chain = [&](float* data, index_t length) {
     return dense_chains(data, count, length, N, dense_storage);
   };
-  if (p.launched > 0) run(p);
+  panel_pass products_pass = p;
+  const matrix_strides factor_transposed = strides_of(t.in.storage, t.in.ld, !transpose);
+  const matrix_strides dense_transposed = strides_of(dense_storage, N, !transpose);
+  const bool same_strides =
+      dense_transposed.rows == factor_transposed.rows && dense_transposed.cols == factor_transposed.cols;
+  if (p.factor.rows == 1 && (t.lead == 0 || same_strides)) {
+    products_pass.backwards = true;
+    products_pass.factor = products_pass.first_item = factor_transposed;
+    products_pass.dense = dense_transposed;
+  }
+  if (p.launched > 0) run(products_pass);
   if (!t.prefix) {
     run_cublas_chain<float>(stream, alloc, order, dense_chain(p.products, groups), nullptr, inner, result);
     return;

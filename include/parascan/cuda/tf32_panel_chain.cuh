@@ -111,6 +111,9 @@ struct panel_pass {
   const float* carries[2] = {nullptr, nullptr};
   bool carries_paired = false;
   bool write_steps = false;            // pass 2
+  // Pass 1: each group multiplied last item to first, everything read transposed ((x_a ... x_b)^T = x_b^T
+  // ... x_a^T: the product written with `dense` strides is the group's own).
+  bool backwards = false;
 
   PARASCAN_HD index_t first(index_t g) const { return g * tree.m[0] / groups; }
 };
@@ -355,7 +358,9 @@ struct panel_wgmma {
 /// column's entries adjacent (else each row's). COLUMN_STEPS: a pass writing every step to outputs whose
 /// columns are contiguous as read (on wgmma their own store, panel_wgmma::store_column_pairs: a kernel of
 /// its own, as that code in every kernel slowed the others' loop, 200 -> 214 us for pass 1 at N = 256).
-template <int N, bool K_CONTIGUOUS, bool COLUMN_STEPS>
+/// BACKWARDS: panel_pass::backwards (a kernel of its own too: the initial matrix's place in the loads cost
+/// the row-major prefix 0.435 -> 0.450 ms at N = 256, H200).
+template <int N, bool K_CONTIGUOUS, bool COLUMN_STEPS, bool BACKWARDS>
 __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, ldmatrix, TF32 mma (else refused at dispatch)
   using shape = panel_shape<N>;
@@ -372,12 +377,14 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   const index_t NN = index_t(N) * N;
   const index_t first = p.first(g), last = p.first(g + 1);
 
-  // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item and the rest.
+  // The start: a carry (pass 2, g >= 1) and every item of the group, or the group's first item (last, going
+  // backwards) and the rest. Step i multiplies item step_first + i (backwards: last - 2 - i).
   const bool from_carry = p.write_steps && g > 0;
+  const index_t start_item = BACKWARDS ? last - 1 : first;
   const float* start = from_carry ? p.carries[carry_buffer(g - 1, p.carries_paired)] +
                                         (s * (p.groups - 1) + g - 1) * NN
-                                  : p.tree.x0(s, first);
-  const matrix_strides ss = from_carry ? p.dense : first < p.tree.lead ? p.first_item : p.factor;
+                                  : p.tree.x0(s, start_item);
+  const matrix_strides ss = from_carry ? p.dense : start_item < p.tree.lead ? p.first_item : p.factor;
   const index_t step_first = from_carry ? first : first + 1, steps = last - step_first;
   // Threads along k where the start's rows are contiguous; else 8 rows x 4 columns a warp (32 bytes of each
   // of 4 columns; in the panel 8 pieces XOR-apart: 32 banks).
@@ -387,9 +394,10 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
     panel[shape::panel_at(r, k)] = __uint_as_float(tf32_rounded(start[(row0 + r) * ss.rows + k * ss.cols]));
   }
 
-  // Slab q: rows [slab (q % slabs), + slab) of level-0 item step_first + q / slabs (a factor: items count
-  // the initial matrix first), into stage q % stages. The factors of chain s in time order from `factors`
-  // (computed once: a view's place costs a division).
+  // Slab q: rows [slab (q % slabs), + slab) of step q / slabs's level-0 item (items count the initial
+  // matrix first: a factor, or going backwards the initial matrix, read with the factors' strides, as
+  // dispatch ensures), into stage q % stages. The factors of chain s in time order from `factors` (computed
+  // once: a view's place costs a division).
   const float* factors = p.tree.in.origins.begin_of(s);
   const index_t time_stride = p.tree.in.origins.time_stride;
   // The loaders of a slab: the block (mma.sync), or each warpgroup its own half of the columns (wgmma: a
@@ -422,8 +430,11 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   };
   const auto load = [&](index_t q) {
     const int k0 = int(q % shape::slabs) * shape::slab;
-    const float* x = factors + p.tree.time_of(step_first + q / shape::slabs - p.tree.lead) * time_stride +
-                     index_t(k0) * p.factor.rows + piece_offset;
+    const index_t item = BACKWARDS ? last - 2 - q / shape::slabs : step_first + q / shape::slabs;
+    const float* matrix = BACKWARDS && item < p.tree.lead
+                              ? p.tree.initial + s * NN
+                              : factors + p.tree.time_of(item - p.tree.lead) * time_stride;
+    const float* x = matrix + index_t(k0) * p.factor.rows + piece_offset;
     float* stage = ring + int(q % shape::stages) * shape::stage_floats + stage_offset;
 #pragma unroll
     for (int c = 0; c < per_thread; ++c) __pipeline_memcpy_async(stage + c * stage_step, x + c * piece_step, 16);
@@ -445,8 +456,7 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
   // After slab q: a factor done, the accumulators hold the panel of the next product. Writes it (to the
   // outputs, or the group's product) and, unless the group is done, into the panel.
   const auto factor_done = [&](index_t q) {
-    const index_t item = step_first + q / shape::slabs;
-    const bool last_step = item == last - 1;
+    const bool last_step = q / shape::slabs == steps - 1;
     // 32-bit offsets from the panel's first row (panel_groups: N ld < 2^31), the strides hidden from the
     // optimizer (and on wgmma the threads' places, in for_each_pair): else it keeps every entry's offset in
     // a register across the loop (spilled). A pair adjacent in memory is one 8-byte store where aligned.
@@ -473,7 +483,7 @@ __global__ void __launch_bounds__(256, 1) panel_chain_kernel(panel_pass p) {
         });
     };
     if (p.write_steps) {
-      float* o = p.tree.o0(s, item);
+      float* o = p.tree.o0(s, step_first + q / shape::slabs);
       if (o != nullptr) to_memory(o, p.out);
     } else if (last_step) {
       to_memory(p.products + (s * p.launched + g) * NN, p.dense);
@@ -505,11 +515,11 @@ inline std::atomic<long long>& panel_passes() {
   return count;
 }
 
-template <int N, bool K_CONTIGUOUS, bool COLUMN_STEPS>
+template <int N, bool K_CONTIGUOUS, bool COLUMN_STEPS, bool BACKWARDS = false>
 void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
   using shape = panel_shape<N>;
   static std::atomic<int> allowed[64] = {};
-  const auto kernel = panel_chain_kernel<N, K_CONTIGUOUS, COLUMN_STEPS>;
+  const auto kernel = panel_chain_kernel<N, K_CONTIGUOUS, COLUMN_STEPS, BACKWARDS>;
   engine::allow_dynamic_shared(allowed, kernel, int(shape::shared_bytes));
   const index_t blocks = p.tree.count * p.launched * shape::panels;
   kernel<<<unsigned(blocks), shape::threads, shape::shared_bytes, stream>>>(p);
@@ -520,7 +530,10 @@ void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
 template <int N>
 void launch_panel_pass(const panel_pass& p, cudaStream_t stream) {
   const bool column_steps = p.write_steps && p.out.rows == 1 && p.out.cols % 2 == 0;  // (store_column_pairs' ld)
-  if (p.factor.rows == 1)
+  if (p.backwards) {  // (pass 1 over transposes that keep each row's entries adjacent: run_panel_chain)
+    if (p.factor.rows == 1 || p.write_steps) throw error("parascan: TF32 panels: backwards is pass 1 over rows");
+    launch_panel_pass<N, false, false, true>(p, stream);
+  } else if (p.factor.rows == 1)
     column_steps ? launch_panel_pass<N, true, true>(p, stream) : launch_panel_pass<N, true, false>(p, stream);
   else
     column_steps ? launch_panel_pass<N, false, true>(p, stream) : launch_panel_pass<N, false, false>(p, stream);
@@ -556,7 +569,7 @@ inline bool panel_wgmma_loaded() {
 template <int N>
 int panel_blocks_per_multiprocessor() {
   static std::atomic<int> fits[64] = {}, cache[64] = {};
-  const auto kernel = panel_chain_kernel<N, false, false>;
+  const auto kernel = panel_chain_kernel<N, false, false, false>;
   if (!engine::fits_shared_memory(fits, kernel, panel_shape<N>::shared_bytes)) return 0;
   const int blocks = engine::cached_per_device(cache, [&](int) {
            cudaFuncAttributes attributes{};
