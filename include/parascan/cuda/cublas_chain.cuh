@@ -37,6 +37,8 @@
 #include "../matrix_sequences.hpp"
 #include "check.cuh"
 #include "chain_tree.cuh"
+#include "device_pool.cuh"
+#include "forked_stream.cuh"
 #include "group_scan.cuh"
 #include "memory.cuh"
 #include "tf32_panel_chain.cuh"
@@ -49,54 +51,32 @@ inline void cublas_check(cublasStatus_t status, const char* what) {
     throw error(std::string("parascan: ") + what + ": cuBLAS: " + cublasGetStatusString(status));
 }
 
-/// cuBLAS handles, one per concurrent caller and device, created once and kept for the process:
-/// cublasCreate costs far more than a small chain, and destroying handles at exit would race the CUDA
-/// runtime's own teardown (the pool is deliberately never destroyed, as PyTorch's is).
-class cublas_handles {
- public:
-  static cublas_handles& instance() {
-    static cublas_handles* pool = new cublas_handles;
-    return *pool;
-  }
-  cublasHandle_t take(int device) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (std::size_t i = 0; i < free_.size(); ++i)
-        if (free_[i].first == device) {
-          const cublasHandle_t h = free_[i].second;
-          free_.erase(free_.begin() + std::ptrdiff_t(i));
-          return h;
-        }
-    }
-    cublasHandle_t h = nullptr;
-    cublas_check(cublasCreate(&h), "cublasCreate");
-    return h;
-  }
-  void give(int device, cublasHandle_t h) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.emplace_back(device, h);
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::pair<int, cublasHandle_t>> free_;
-};
+/// cuBLAS handles, one per concurrent caller and device (device_pool.cuh: cublasCreate costs far more than
+/// a small chain).
+inline device_pool<cublasHandle_t>& cublas_handles() {
+  static device_pool<cublasHandle_t>* pool = new device_pool<cublasHandle_t>;
+  return *pool;
+}
 
 /// A handle of the current device, on `stream`, for one call.
 class cublas_lease {
  public:
   explicit cublas_lease(cudaStream_t stream) {
     cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
-    handle_ = cublas_handles::instance().take(device_);
+    handle_ = cublas_handles().take(device_, [](int) {
+      cublasHandle_t h = nullptr;
+      cublas_check(cublasCreate(&h), "cublasCreate");
+      return h;
+    });
     const cublasStatus_t status = cublasSetStream(handle_, stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
-      cublas_handles::instance().give(device_, handle_);
+      cublas_handles().give(device_, handle_);
       cublas_check(status, "cublasSetStream");
     }
   }
   cublas_lease(const cublas_lease&) = delete;
   cublas_lease& operator=(const cublas_lease&) = delete;
-  ~cublas_lease() { cublas_handles::instance().give(device_, handle_); }
+  ~cublas_lease() { cublas_handles().give(device_, handle_); }
   cublasHandle_t get() const { return handle_; }
 
  private:
@@ -424,45 +404,62 @@ index_t panel_groups(const chain_tree<S>& t, const matrix_options<S>& opts, bool
   }
 }
 
-/// Runs the group scan (group_scan.cuh) over `products` (count chains of m), with `spare` (as large) as
-/// the second buffer; returns whether it paired.
-inline bool scan_group_products(cudaStream_t stream, temp_allocator& alloc, chain_order order, float* products,
-                                float* spare, index_t count, index_t m, index_t N, matrix_storage storage,
-                                matrix_math math) {
-  group_scan scan;
-  scan.buffers[0] = products;
-  scan.buffers[1] = spare;
-  scan.count = count;
-  scan.m = m;
-  scan.NN = N * N;
-  scan.left_to_right = order == chain_order::left_to_right;
-  // Paired where a level would hold more than 16 products of 256 x 256 (or as much work).
-  const double level_work = double(count) * double(m / 2) * double(N) * double(N) * double(N);
-  scan.paired = level_work > 16.0 * 256 * 256 * 256;
-  scan.plan();
-  const index_t items = scan.item_at[scan.calls];
-  if (items == 0) return scan.paired;
-  temp_buffer pointers(alloc, stream, std::size_t(items) * 3 * sizeof(void*));
-  const float** a = pointers.as<const float*>();
-  const float** b = a + items;
-  float** c = pointers.as<float*>() + 2 * items;
-  build_pointers(stream, scan, items, a, b, c);
-  cublas_lease handle(stream);
-  const operand_form dense{storage, N};
-  for (int call = 0; call < scan.calls; ++call) {
-    const index_t first = scan.item_at[call];
-    batched_products<float>(handle.get(), N, dense, dense, dense, a + first, b + first, c + first,
-                            scan.item_at[call + 1] - first, math);
+/// The group scan (group_scan.cuh) over `products` (count chains of m), with `spare` (as large) as the
+/// second buffer: planned, and its calls' pointer arrays placed, on `stream`; the arrays built by build()
+/// (on a stream that may run beside `stream`'s work so far: they only hold places), then run().
+class group_scan_calls {
+ public:
+  group_scan_calls(temp_allocator& alloc, cudaStream_t stream, chain_order order, float* products, float* spare,
+                   index_t count, index_t m, index_t N)
+      : pointers_(alloc, stream, std::size_t(plan(order, products, spare, count, m, N)) * 3 * sizeof(void*)) {}
+  bool paired() const { return scan_.paired; }
+  void build(cudaStream_t stream) const {
+    build_pointers(stream, scan_, items(), a(), b(), c());
   }
-  return scan.paired;
-}
+  void run(cudaStream_t stream, matrix_storage storage, matrix_math math) const {
+    if (items() == 0) return;
+    cublas_lease handle(stream);
+    const operand_form dense{storage, index_t(N_)};
+    for (int call = 0; call < scan_.calls; ++call) {
+      const index_t first = scan_.item_at[call];
+      batched_products<float>(handle.get(), N_, dense, dense, dense, a() + first, b() + first, c() + first,
+                              scan_.item_at[call + 1] - first, math);
+    }
+  }
+
+ private:
+  group_scan scan_;
+  index_t N_ = 0;
+  temp_buffer pointers_;
+
+  index_t plan(chain_order order, float* products, float* spare, index_t count, index_t m, index_t N) {
+    N_ = N;
+    scan_.buffers[0] = products;
+    scan_.buffers[1] = spare;
+    scan_.count = count;
+    scan_.m = m;
+    scan_.NN = N * N;
+    scan_.left_to_right = order == chain_order::left_to_right;
+    // Paired where a level would hold more than 16 products of 256 x 256 (or as much work).
+    const double level_work = double(count) * double(m / 2) * double(N) * double(N) * double(N);
+    scan_.paired = level_work > 16.0 * 256 * 256 * 256;
+    scan_.plan();
+    return items();
+  }
+  index_t items() const { return scan_.item_at[scan_.calls]; }
+  const float** a() const { return pointers_.as<const float*>(); }
+  const float** b() const { return a() + items(); }
+  float** c() const { return pointers_.as<float*>() + 2 * items(); }
+};
 
 /// A chain on the TF32 panels: pass 1 into group products, the tree over them (the product) or the group
 /// scan (a prefix's carries: the exclusive prefix of the groups), pass 2 (a prefix) from the carries,
-/// writing every step.
-inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order, const chain_tree<float>& t,
-                            const matrix_sequences<float>* out, matrix_storage dense_storage, matrix_math math,
-                            index_t groups, float* result) {
+/// writing every step. A prefix calls beside(side stream) for work of its own (its first output) beside
+/// pass 1, which leaves multiprocessors idle (at N = 256 63 groups of 2 blocks on 132 of them).
+template <class Beside>
+void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_order order, const chain_tree<float>& t,
+                     const matrix_sequences<float>* out, matrix_storage dense_storage, matrix_math math,
+                     index_t groups, float* result, Beside&& beside) {
   const index_t N = t.in.size, NN = N * N, count = t.count;
   if (log_plans())
     std::fprintf(stderr, "parascan: %s %lld chains of %lld %lldx%lld matrices: TF32 panels, %lld groups a chain\n",
@@ -487,8 +484,9 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
   inner.math = math;
   // Pass 1: every group's product (a prefix needs all but the last). Where the factors as read keep each
   // column's entries adjacent, the groups run backwards over the transposes, which reads them row-contiguous:
-  // the faster loads (pass 1 at N = 256 on an H200: 171 us for column-major factors, 158 for row-major).
-  // (The initial matrix, group 0's last item then, must share the factors' strides.)
+  // the faster loads (pass 1 of the prefix of 1024 256 x 256 matrices on an H200: 171 -> 161 us, as for
+  // row-major factors; the prefix 0.469 -> 0.457 ms, the product 0.218 -> 0.212). (The initial matrix, group
+  // 0's last item then, must share the factors' strides.)
   p.launched = t.prefix ? groups - 1 : groups;
   temp_buffer products(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
   p.products = products.as<float>();
@@ -505,14 +503,21 @@ inline void run_panel_chain(cudaStream_t stream, temp_allocator& alloc, chain_or
     products_pass.factor = products_pass.first_item = factor_transposed;
     products_pass.dense = dense_transposed;
   }
-  if (p.launched > 0) run(products_pass);
   if (!t.prefix) {
+    if (p.launched > 0) run(products_pass);
     run_cublas_chain<float>(stream, alloc, order, dense_chain(p.products, groups), nullptr, inner, result);
     return;
   }
   temp_buffer spare(alloc, stream, std::size_t(count * p.launched * NN) * sizeof(float));
-  p.carries_paired = scan_group_products(stream, alloc, order, p.products, spare.as<float>(), count, p.launched, N,
-                                         dense_storage, math);
+  const group_scan_calls scan(alloc, stream, order, p.products, spare.as<float>(), count, p.launched, N);
+  {
+    forked_stream side(stream);  // (the buffers placed on `stream` before the fork)
+    if (p.launched > 0) run(products_pass);
+    beside(side.get());
+    scan.build(side.get());
+  }
+  scan.run(stream, dense_storage, math);
+  p.carries_paired = scan.paired();
   p.launched = groups;
   p.carries[0] = p.products;
   p.carries[1] = spare.as<float>();
@@ -584,13 +589,15 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
     return m;
   };
   const chain_matrix<const S> first_factor = t.lead ? dense(opts.initial) : factor_at(0);
-  if (prefix) {
-    if (exclusive && !t.lead && n >= 1) copy_matrices<S>(chain_matrix<const S>{}, output_at(0), count, N, stream);
-    if (t.m[0] >= 1 && t.out_shift >= 0) copy_matrices<S>(first_factor, output_at(t.out_shift), count, N, stream);
-  }
+  const auto first_output = [&](cudaStream_t on) {
+    if (!prefix) return;
+    if (exclusive && !t.lead && n >= 1) copy_matrices<S>(chain_matrix<const S>{}, output_at(0), count, N, on);
+    if (t.m[0] >= 1 && t.out_shift >= 0) copy_matrices<S>(first_factor, output_at(t.out_shift), count, N, on);
+  };
   if constexpr (std::is_same<S, float>::value)
-    if (groups > 0) run_panel_chain(stream, alloc, order, t, out, kept, opts.math, groups, result);
+    if (groups > 0) run_panel_chain(stream, alloc, order, t, out, kept, opts.math, groups, result, first_output);
   if (groups == 0) {
+    first_output(stream);
     cublas_lease handle(stream);
     temp_buffer work_buffer(alloc, stream, std::size_t(work) * sizeof(S));
     const index_t items = t.item_at[t.levels + 1];
