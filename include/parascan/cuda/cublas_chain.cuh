@@ -361,8 +361,8 @@ void run_cublas_chain(cudaStream_t stream, temp_allocator& alloc, chain_order or
 /// apply: fp32 on TF32, N = 128 or 256, factors placed for 16-byte copies (and N ld < 2^31), a device that
 /// runs them; a reduction, or a prefix without an exclusive final product (the tree's last call). A prefix
 /// at N = 256 runs here only on wgmma: on mma.sync its two passes and the tree over its carries (0.60 ms
-/// for 1024 factors, H200) lose to the tree alone (0.58); on wgmma 0.435 ms with row-contiguous outputs as
-/// read, 0.472 with column-contiguous ones (group_scan's carries; 0.50 / 0.55 with the tree's). As many groups
+/// for 1024 factors, H200) lose to the tree alone (0.58); on wgmma 0.423 ms with row-contiguous outputs as
+/// read, 0.454 with column-contiguous ones (group_scan's carries; 0.50 / 0.55 with the tree's). As many groups
 /// as fill the device once, each of at least four factors, their blocks at least half of what the device
 /// holds at once (else the tree's levels are as fast); for a reduction a power of two where that keeps
 /// three quarters of them (an odd level of the tree over the group products copies its leftover along: 7
