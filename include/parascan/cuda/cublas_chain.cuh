@@ -26,11 +26,9 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "../chain_order.hpp"
 #include "../cuda.cuh"
@@ -419,7 +417,7 @@ class group_scan_calls {
   void run(cudaStream_t stream, matrix_storage storage, matrix_math math) const {
     if (items() == 0) return;
     cublas_lease handle(stream);
-    const operand_form dense{storage, index_t(N_)};
+    const operand_form dense{storage, N_};
     for (int call = 0; call < scan_.calls; ++call) {
       const index_t first = scan_.item_at[call];
       batched_products<float>(handle.get(), N_, dense, dense, dense, a() + first, b() + first, c() + first,
