@@ -131,37 +131,37 @@ __global__ void __launch_bounds__(128) chain_register_kernel(const segment_args<
 #pragma unroll
           for (int k = 0; k < 4; ++k) whole[k][q] = __shfl_sync(0xffffffffu, line[k], q, 4);
         if (live && !EXCLUSIVE) put(at, vector);
-        return;
+      } else {  // (an else, not a return: nvcc warned of unreachable code after one where WHOLE)
+        float col[4][4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          col[c][0] = __shfl_sync(0xffffffffu, column[u][j].x, c, 4);
+          col[c][1] = __shfl_sync(0xffffffffu, column[u][j].y, c, 4);
+          col[c][2] = __shfl_sync(0xffffffffu, column[u][j].z, c, 4);
+          col[c][3] = __shfl_sync(0xffffffffu, column[u][j].w, c, 4);
+        }
+        if (!live) return;
+        if (WRITE && EXCLUSIVE) put(at, vector);
+        float next[4];
+        if (take) {  // rows: entry r of each column; else this lane's own column r
+          const float4 c = column[u][j];
+#pragma unroll
+          for (int k = 0; k < 4; ++k)
+            next[k] = LINE_IS_ROW ? (r == 0 ? col[k][0] : r == 1 ? col[k][1] : r == 2 ? col[k][2] : col[k][3])
+                           : (k == 0 ? c.x : k == 1 ? c.y : k == 2 ? c.z : c.w);
+        } else if (LINE_IS_ROW) {  // row r of P M: entry q is row r of P times column q of M
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            next[q] = fmaf(line[3], col[q][3], fmaf(line[2], col[q][2], fmaf(line[1], col[q][1], line[0] * col[q][0])));
+        } else {  // column r of M P: the columns of M weighted by column r of P
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            next[q] = fmaf(col[3][q], line[3], fmaf(col[2][q], line[2], fmaf(col[1][q], line[1], col[0][q] * line[0])));
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) line[k] = next[k];
+        if (WRITE && !EXCLUSIVE) put(at, vector);
       }
-      float col[4][4];
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        col[c][0] = __shfl_sync(0xffffffffu, column[u][j].x, c, 4);
-        col[c][1] = __shfl_sync(0xffffffffu, column[u][j].y, c, 4);
-        col[c][2] = __shfl_sync(0xffffffffu, column[u][j].z, c, 4);
-        col[c][3] = __shfl_sync(0xffffffffu, column[u][j].w, c, 4);
-      }
-      if (!live) return;
-      if (WRITE && EXCLUSIVE) put(at, vector);
-      float next[4];
-      if (take) {  // rows: entry r of each column; else this lane's own column r
-        const float4 c = column[u][j];
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          next[k] = LINE_IS_ROW ? (r == 0 ? col[k][0] : r == 1 ? col[k][1] : r == 2 ? col[k][2] : col[k][3])
-                         : (k == 0 ? c.x : k == 1 ? c.y : k == 2 ? c.z : c.w);
-      } else if (LINE_IS_ROW) {  // row r of P M: entry q is row r of P times column q of M
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          next[q] = fmaf(line[3], col[q][3], fmaf(line[2], col[q][2], fmaf(line[1], col[q][1], line[0] * col[q][0])));
-      } else {  // column r of M P: the columns of M weighted by column r of P
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          next[q] = fmaf(col[3][q], line[3], fmaf(col[2][q], line[2], fmaf(col[1][q], line[1], col[0][q] * line[0])));
-      }
-#pragma unroll
-      for (int k = 0; k < 4; ++k) line[k] = next[k];
-      if (WRITE && !EXCLUSIVE) put(at, vector);
     };
     // Tested: one iteration of U slots from step t0 (loads of the slots after it, tested); FIRST: the
     // chain's first iteration, whose step 0 takes its first factor as it is (no initial matrix).
