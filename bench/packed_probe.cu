@@ -11,7 +11,8 @@
 // enough for compute-sanitizer); --host: the host's time for a call and for its pieces (checks, tile
 // tables, copies, allocations, a launch), the device idle before each. Exit status 1 where a result is off.
 // Environment: PROBE_D (channels, 64), PROBE_LENGTHS=realistic (the bench's other packed batch: lengths
-// 1..8192, 2^26 / D rows) or uniform:COUNT:ROWS (the arguments' batch is then not used).
+// 1..8192, 2^26 / D rows) or uniform:COUNT:ROWS (the arguments' batch is then not used), PROBE_STRIDE
+// (elements from a row to the next, D by default: the same bytes moved from rows spread wider).
 #include <parascan/cuda.cuh>
 #include <parascan/ops/linear_recurrence.hpp>
 
@@ -83,11 +84,19 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> ua(0.9f, 1.0f), ub(-1, 1);
   for (index_t i = 0; i < n; ++i) ha[i] = ua(r), hb[i] = ub(r);
   float *a, *b, *x;
-  cudaMalloc(&a, n * 4);
-  cudaMalloc(&b, n * 4);
-  cudaMalloc(&x, n * 4);
-  cudaMemcpy(a, ha.data(), n * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(b, hb.data(), n * 4, cudaMemcpyHostToDevice);
+  // PROBE_STRIDE: elements from a row to the next (D by default): the same bytes moved, rows spread wider.
+  const index_t stride = std::getenv("PROBE_STRIDE") ? std::atoll(std::getenv("PROBE_STRIDE")) : D;
+  if (stride < D) {
+    std::fprintf(stderr, "PROBE_STRIDE: at least D = %lld\n", (long long)D);
+    return 2;
+  }
+  const std::size_t pitch = std::size_t(stride) * 4, row_bytes = std::size_t(D) * 4;
+  cudaMalloc(&a, total * pitch);
+  cudaMalloc(&b, total * pitch);
+  cudaMalloc(&x, total * pitch);
+  cudaMemcpy2D(a, pitch, ha.data(), row_bytes, row_bytes, total, cudaMemcpyHostToDevice);
+  cudaMemcpy2D(b, pitch, hb.data(), row_bytes, row_bytes, total, cudaMemcpyHostToDevice);
+  const auto view = [&](auto* data) { return parascan::packed(data, off.data(), N, D, 1, stride); };
   parascan::cuda exec{};
   // As the bench (and a framework's caching allocator): the default pool keeps its memory between calls.
   cudaMemPool_t pool;
@@ -95,13 +104,12 @@ int main(int argc, char** argv) {
   unsigned long long keep = ~0ull;
   cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
   const auto call = [&] {
-    parascan::linear_recurrence(exec, parascan::packed_td<const float>(a, off.data(), N, D),
-                                parascan::packed_td<const float>(b, off.data(), N, D),
-                                parascan::packed_td(x, off.data(), N, D));
+    parascan::linear_recurrence(exec, view(static_cast<const float*>(a)), view(static_cast<const float*>(b)),
+                                view(x));
   };
   call();
   cudaDeviceSynchronize();
-  cudaMemcpy(hx.data(), x, n * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy2D(hx.data(), row_bytes, x, pitch, row_bytes, total, cudaMemcpyDeviceToHost);
   double worst = 0;  // every channel with --check, else one a sequence
   for (index_t q = 0; q < N; ++q)
     for (index_t c = check_only ? 0 : q % D; c < (check_only ? D : q % D + 1); ++c) {
@@ -123,8 +131,8 @@ int main(int argc, char** argv) {
     std::vector<unsigned char> table(170 << 10), small(32 << 10);
     void* dev = nullptr;
     cudaMalloc(&dev, 170 << 10);
-    const auto a_view = parascan::packed_td<const float>(a, off.data(), N, D);
-    const auto x_view = parascan::packed_td(x, off.data(), N, D);
+    const auto a_view = view(static_cast<const float*>(a));
+    const auto x_view = view(x);
     auto& alloc = parascan::detail::default_temp_allocator();
     const index_t groups = (N * D + 31) / 32;
     // As dispatch asks: the fp32 recurrence's block tiles (512 rows, blocks of 8 warps).

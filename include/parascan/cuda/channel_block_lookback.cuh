@@ -174,8 +174,11 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
                                               active && a.final != nullptr ? a.final + s : nullptr,
                                               active && a.final_states != nullptr ? a.final_states + s : nullptr};
   // The block's prefix callback: the tile's total from the warps' (left to right; warp K - 1 publishes it
-  // while warp 0 looks back and publishes the inclusive prefix), then each warp's carry: the one before the
-  // tile and the totals of the warps before it.
+  // while warp 0 looks back), then each warp's carry: the one before the tile and the totals of the warps
+  // before it. Warp 0 publishes the inclusive prefix after the block's barrier, while the other warps scan:
+  // its release store waits for the L2 off their path (H200, probe timed as the bench, two rounds: skewed
+  // batch 79.3-79.4 -> 79.8-79.9% of copy, its long sequences alone 81.4-81.7 -> 82.4-82.5, one sequence
+  // of 65536 rows at D = 1024 86.1 -> 86.9; bench/results/h200-skewed-flagged-late-2026-12-02.log).
   const auto tile_total = [&] {  // the K warps' totals, left to right (the same in every warp)
     S total = totals[lane];
 #pragma unroll
@@ -185,16 +188,13 @@ __global__ void __launch_bounds__(K * warp_threads, channel_block_held<Pack>() >
   const auto carry_of = [&](const S& total) {
     totals[warp * warp_threads + lane] = total;
     __syncthreads();
-    if (warp == 0) {
-      const S tile = tile_total();
-      const S carry = look_back.carry_before();
-      look_back.finish(carry, tile);
-      carries[lane] = carry;
-    } else if (warp == K - 1) {
+    if (warp == 0)
+      carries[lane] = look_back.carry_before();
+    else if (warp == K - 1)
       look_back.publish_aggregate(tile_total());  // while warp 0 looks back
-    }
     __syncthreads();
     S before = carries[lane];
+    if (warp == 0) look_back.finish(before, tile_total());
 #pragma unroll
     for (int w = 0; w < K - 1; ++w)
       if (w < warp) before = op(before, totals[w * warp_threads + lane]);
